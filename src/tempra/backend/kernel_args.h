@@ -1,0 +1,49 @@
+// tempra/backend/kernel_args.h: the vocabulary shared by ops and kernels.
+//
+// Enumerations of the elementwise/reduction families and the small parameter structs the
+// neural kernels take. Ops fill these after validation; kernels read them without checks.
+#pragma once
+
+#include <cstdint>
+
+#include "tempra/core/tensor_ref.h"
+
+namespace tempra {
+
+enum class UnaryOp : uint8_t {
+  neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, relu, gelu_tanh, gelu_erf, silu, softplus, sin, cos
+};
+enum class BinaryOp : uint8_t { add, sub, mul, div, pow, maximum, minimum };
+enum class ReduceOp : uint8_t { sum, mean, max, min, variance, logsumexp };
+
+// llama.cpp's two rope layouts: `normal` rotates adjacent pairs (x[2i], x[2i+1]) (LLaMA);
+// `neox` rotates (x[i], x[i + n_dims/2]) (GPT-NeoX, Qwen).
+enum class RopeMode : uint8_t { normal, neox };
+
+struct RopeParams {
+  RopeMode mode = RopeMode::neox;
+  int64_t n_dims = 0;         // leading dims of each head that rotate; the rest pass through
+  double freq_base = 10000.0;  // theta_i = pos * freq_scale * freq_base^(-2i / n_dims)
+  double freq_scale = 1.0;
+};
+
+// Softmax over the last axis of a [rows, n] block; see tempra/ops/neural.h for the op contract.
+template <class T>
+struct SoftmaxArgs {
+  double scale = 1.0;
+  bool log = false;              // log_softmax
+  bool causal = false;           // rows are [..., q, n]: key j > i + (n - q_len) is masked
+  int64_t q_len = 1;
+  TensorRef<const T> mask;       // additive, broadcast to the input's shape; data null: none
+};
+
+struct AttentionShape {
+  int64_t batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim;
+};
+
+struct Conv1dShape {
+  int64_t batch, in_channels, in_len, out_channels, kernel, out_len;
+  int64_t stride, pad_left, dilation, groups;
+};
+
+}  // namespace tempra

@@ -1,0 +1,67 @@
+// tempra/backend/kernels.h: the kernel table a backend provides.
+//
+// Ops validate and allocate, then call through this table: kernels_for(ctx.backend()) picks the
+// set. `scalar` fills every entry with the readable reference loops; `native` (its own issue)
+// will override the hot f32 entries with SIMD and inherit the rest, so a missing native kernel
+// is never a missing feature. Kernels are unchecked and allocation-free: pointers are valid,
+// shapes agree, outputs are contiguous unless a TensorRef says otherwise, scratch comes from
+// the caller. Memory-movement kernels (copy, cast, gather, triangle) are dtype-generic templates
+// in scalar/movement.h and serve both backends.
+#pragma once
+
+#include <cstdint>
+
+#include "tempra/backend/kernel_args.h"
+#include "tempra/core/exec_context.h"
+#include "tempra/core/tensor_ref.h"
+
+namespace tempra {
+
+template <class T>
+struct FloatKernels {
+  // out = op(in); same shape, any strides.
+  void (*unary)(UnaryOp, TensorRef<const T> in, TensorRef<T> out, ThreadPool&);
+  // out = a op b; a and b carry the output's shape with zero strides on broadcast axes.
+  void (*binary)(BinaryOp, TensorRef<const T> a, TensorRef<const T> b, TensorRef<T> out, ThreadPool&);
+  // out = cond ? a : b; all three broadcast to out's shape.
+  void (*where)(TensorRef<const bool> cond, TensorRef<const T> a, TensorRef<const T> b, TensorRef<T> out,
+                ThreadPool&);
+  // Reduces the middle axis of a contiguous [outer, n, inner] block into [outer, inner].
+  // `correction` is the variance's divisor offset (n - correction).
+  void (*reduce)(ReduceOp, const T* in, int64_t outer, int64_t n, int64_t inner, int64_t correction, T* out,
+                 ThreadPool&);
+  void (*argmax)(const T* in, int64_t outer, int64_t n, int64_t inner, int64_t* out, ThreadPool&);
+  // Softmax over the last axis of contiguous `in` (rows x n).
+  void (*softmax)(TensorRef<const T> in, const SoftmaxArgs<T>& args, T* out, ThreadPool&);
+  // c[m, n] = a[m, k] . b[k, n]; a and b by (row, column) strides, c contiguous with row stride ldc.
+  void (*gemm)(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b,
+               int64_t b_row, int64_t b_col, T* c, int64_t ldc, ThreadPool&);
+  // Normalizes each row of a contiguous [rows, n] block; weight/bias may be null.
+  void (*rms_norm)(const T* in, int64_t rows, int64_t n, const T* weight, double eps, T* out, ThreadPool&);
+  void (*layer_norm)(const T* in, int64_t rows, int64_t n, const T* weight, const T* bias, double eps, T* out,
+                     ThreadPool&);
+  // x is contiguous [outer, seq, heads, head_dim]; positions has seq entries.
+  void (*rope)(const T* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
+               const RopeParams& params, T* out, ThreadPool&);
+  // q [B, Hq, Tq, D], k [B, Hkv, Tk, D], v [B, Hkv, Tk, Dv] contiguous; out [B, Hq, Tq, Dv];
+  // scores: caller's scratch of B*Hq*Tq*Tk; mask: additive, broadcast to [B, Hq, Tq, Tk].
+  void (*attention)(const T* q, const T* k, const T* v, const AttentionShape& shape, TensorRef<const T> mask,
+                    bool causal, double scale, T* scores, T* out, ThreadPool&);
+  // loss[i] = logsumexp(logits[i]) - logits[i, target[i]], or 0 where target[i] == ignore_index.
+  void (*cross_entropy)(const T* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                        int64_t ignore_index, T* loss, ThreadPool&);
+  // x [B, Cin, Tin], w [Cout, Cin/groups, K], bias [Cout] or null; out [B, Cout, Tout].
+  void (*conv1d)(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool&);
+};
+
+struct Kernels {
+  const char* name;
+  FloatKernels<float> f32;
+  FloatKernels<double> f64;
+};
+
+// The table for a backend. A backend not compiled into this build gets the scalar table.
+const Kernels& kernels_for(Backend backend);
+const Kernels& scalar_kernels();
+
+}  // namespace tempra

@@ -1,0 +1,50 @@
+// tempra/backend/scalar/gemm.cpp: the blocked scalar matrix multiply.
+//
+// c[i, j] = sum_p a[i, p] * b[p, j], accumulated in the element type in increasing p, one
+// k-block at a time into c. Blocking keeps a panel of b and a row strip of c in cache; it does
+// not change the order in which any c[i, j] accumulates, so the result is the same for every
+// blocking and thread count. Rows of c are split across threads.
+#include <algorithm>
+
+#include "tempra/backend/scalar/scalar.h"
+
+namespace tempra::scalar {
+namespace {
+constexpr int64_t kRowBlock = 16;
+constexpr int64_t kDepthBlock = 256;
+constexpr int64_t kColBlock = 512;
+}  // namespace
+
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t b_row,
+          int64_t b_col, T* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n * k / kRowBlock + 1));
+  pool.parallel_for(row_blocks, grain, [&](int64_t first, int64_t last) {
+    for (int64_t ib = first; ib < last; ++ib) {
+      const int64_t i0 = ib * kRowBlock, i1 = std::min(m, i0 + kRowBlock);
+      for (int64_t i = i0; i < i1; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+      for (int64_t j0 = 0; j0 < n; j0 += kColBlock) {
+        const int64_t j1 = std::min(n, j0 + kColBlock);
+        for (int64_t p0 = 0; p0 < k; p0 += kDepthBlock) {
+          const int64_t p1 = std::min(k, p0 + kDepthBlock);
+          for (int64_t i = i0; i < i1; ++i) {
+            T* c_row = c + i * ldc;
+            for (int64_t p = p0; p < p1; ++p) {
+              const T a_ip = a[i * a_row + p * a_col];
+              const T* b_row_p = b + p * b_row;
+              for (int64_t j = j0; j < j1; ++j) c_row[j] += a_ip * b_row_p[j * b_col];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+template void gemm<float>(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t,
+                          int64_t, float*, int64_t, ThreadPool&);
+template void gemm<double>(int64_t, int64_t, int64_t, const double*, int64_t, int64_t, const double*, int64_t,
+                           int64_t, double*, int64_t, ThreadPool&);
+
+}  // namespace tempra::scalar

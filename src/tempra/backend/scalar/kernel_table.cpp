@@ -1,0 +1,27 @@
+// tempra/backend/scalar/kernel_table.cpp: the scalar entries of the kernel table.
+#include "tempra/backend/scalar/scalar.h"
+
+namespace tempra {
+namespace {
+
+template <class T>
+constexpr FloatKernels<T> scalar_float_kernels() {
+  return FloatKernels<T>{
+      &scalar::unary<T>,    &scalar::binary<T>,   &scalar::where<T>,     &scalar::reduce<T>,
+      &scalar::argmax<T>,   &scalar::softmax<T>,  &scalar::gemm<T>,      &scalar::rms_norm<T>,
+      &scalar::layer_norm<T>, &scalar::rope<T>,   &scalar::attention<T>, &scalar::cross_entropy<T>,
+      &scalar::conv1d<T>,
+  };
+}
+
+}  // namespace
+
+const Kernels& scalar_kernels() {
+  static const Kernels table{"scalar", scalar_float_kernels<float>(), scalar_float_kernels<double>()};
+  return table;
+}
+
+// Until the native backend lands (its own issue), every backend resolves to the scalar table.
+const Kernels& kernels_for(Backend) { return scalar_kernels(); }
+
+}  // namespace tempra

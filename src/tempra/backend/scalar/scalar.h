@@ -1,0 +1,52 @@
+// tempra/backend/scalar/scalar.h: the scalar backend, the executable specification.
+//
+// Each kernel is a plain loop, written for the reader: it is what the native backend is tested
+// against. Work is split over rows with ThreadPool::parallel_for; every output element has one
+// owner and a fixed accumulation order, so results are bitwise identical for any thread count.
+// Definitions live in one file per family; each is instantiated for float and double.
+#pragma once
+
+#include "tempra/backend/kernels.h"
+
+namespace tempra::scalar {
+
+// Rows per parallel chunk so that a chunk holds about `target` elements of `row_len`.
+inline int64_t rows_per_chunk(int64_t row_len, int64_t target = 16384) {
+  return row_len >= target ? 1 : target / (row_len > 0 ? row_len : 1);
+}
+
+template <class T>
+void unary(UnaryOp op, TensorRef<const T> in, TensorRef<T> out, ThreadPool& pool);
+template <class T>
+void binary(BinaryOp op, TensorRef<const T> a, TensorRef<const T> b, TensorRef<T> out, ThreadPool& pool);
+template <class T>
+void where(TensorRef<const bool> cond, TensorRef<const T> a, TensorRef<const T> b, TensorRef<T> out,
+           ThreadPool& pool);
+template <class T>
+void reduce(ReduceOp op, const T* in, int64_t outer, int64_t n, int64_t inner, int64_t correction, T* out,
+            ThreadPool& pool);
+template <class T>
+void argmax(const T* in, int64_t outer, int64_t n, int64_t inner, int64_t* out, ThreadPool& pool);
+template <class T>
+void softmax(TensorRef<const T> in, const SoftmaxArgs<T>& args, T* out, ThreadPool& pool);
+template <class T>
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t b_row,
+          int64_t b_col, T* c, int64_t ldc, ThreadPool& pool);
+template <class T>
+void rms_norm(const T* in, int64_t rows, int64_t n, const T* weight, double eps, T* out, ThreadPool& pool);
+template <class T>
+void layer_norm(const T* in, int64_t rows, int64_t n, const T* weight, const T* bias, double eps, T* out,
+                ThreadPool& pool);
+template <class T>
+void rope(const T* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
+          const RopeParams& params, T* out, ThreadPool& pool);
+template <class T>
+void attention(const T* q, const T* k, const T* v, const AttentionShape& shape, TensorRef<const T> mask,
+               bool causal, double scale, T* scores, T* out, ThreadPool& pool);
+template <class T>
+void cross_entropy(const T* logits, int64_t rows, int64_t classes, const int64_t* targets, int64_t ignore_index,
+                   T* loss, ThreadPool& pool);
+template <class T>
+void conv1d(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool& pool);
+
+}  // namespace tempra::scalar

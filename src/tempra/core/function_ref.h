@@ -1,0 +1,34 @@
+// tempra/core/function_ref.h: a non-owning reference to a callable.
+//
+// parallel_for takes its body by FunctionRef so a call allocates nothing (std::function may).
+// The referenced callable must outlive the call, which a blocking fork-join guarantees.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace tempra {
+
+template <class Signature>
+class FunctionRef;
+
+template <class R, class... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> && std::is_invocable_r_v<R, F&, Args...>)
+  FunctionRef(F&& f)  // NOLINT(google-explicit-constructor): used like a function parameter
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+}  // namespace tempra

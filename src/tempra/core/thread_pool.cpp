@@ -1,0 +1,137 @@
+// tempra/core/thread_pool.cpp
+#include "tempra/core/thread_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TEMPRA_CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define TEMPRA_CPU_RELAX() asm volatile("yield")
+#else
+#define TEMPRA_CPU_RELAX() ((void)0)
+#endif
+
+namespace tempra {
+
+struct ThreadPool::Job {
+  Job(Body b, int64_t count, int64_t chunk_size) : body(b), n(count), chunk(chunk_size) {}
+  Body body;
+  int64_t n;
+  int64_t chunk;
+  std::atomic<int64_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+};
+
+namespace {
+thread_local bool inside_parallel_body = false;
+// ~50 microseconds of polling before a worker parks.
+constexpr int kSpinIterations = 20000;
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  stopping_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ThreadPool::run_chunks(Job& job) {
+  const bool was_inside = std::exchange(inside_parallel_body, true);
+  for (;;) {
+    const int64_t begin = job.next.fetch_add(job.chunk);
+    if (begin >= job.n) break;
+    try {
+      job.body(begin, std::min(job.n, begin + job.chunk));
+    } catch (...) {
+      std::lock_guard lock(job.error_mutex);
+      if (!job.error) job.error = std::current_exception();
+    }
+  }
+  inside_parallel_body = was_inside;
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t now = generation_.load(std::memory_order_acquire);
+    for (int spin = 0; now == seen && spin < kSpinIterations; ++spin) {
+      TEMPRA_CPU_RELAX();
+      now = generation_.load(std::memory_order_acquire);
+    }
+    if (now == seen) {
+      generation_.wait(seen, std::memory_order_acquire);
+      continue;
+    }
+    seen = now;
+    if (stopping_.load()) return;
+    if (Job* job = job_.load(std::memory_order_acquire)) run_chunks(*job);
+    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain, Body body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (n_threads_ == 1 || n < 2 * grain || inside_parallel_body) {
+    body(0, n);
+    return;
+  }
+  std::unique_lock lock(submit_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {  // another thread is using the pool: do our share alone
+    body(0, n);
+    return;
+  }
+  // About four chunks per thread balances uneven rows without many atomic grabs.
+  const int64_t chunks_wanted = static_cast<int64_t>(n_threads_) * 4;
+  Job job(body, n, std::max(grain, (n + chunks_wanted - 1) / chunks_wanted));
+  busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
+  job_.store(&job, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  run_chunks(job);
+  while (busy_workers_.load(std::memory_order_acquire) != 0) TEMPRA_CPU_RELAX();
+  job_.store(nullptr, std::memory_order_relaxed);
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+int ThreadPool::physical_core_count() {
+  // Count distinct (package, core) pairs: SMT siblings share a core and its FMA units.
+  std::set<std::pair<std::string, std::string>> cores;
+  for (unsigned cpu = 0; cpu < 4096; ++cpu) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream core(base + "core_id"), package(base + "physical_package_id");
+    if (!core) {
+      if (cpu > 0) break;
+      continue;
+    }
+    std::string c, p;
+    core >> c;
+    package >> p;
+    cores.emplace(p, c);
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int ThreadPool::default_thread_count() {
+  if (const char* env = std::getenv("TEMPRA_THREADS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
+  }
+  return physical_core_count();
+}
+
+}  // namespace tempra

@@ -1,0 +1,137 @@
+// tempra/ops/linalg.cpp
+#include "tempra/ops/linalg.h"
+
+#include <string>
+
+#include "tempra/ops/creation.h"
+#include "tempra/ops/dispatch.h"
+
+namespace tempra {
+
+Array matmul(ExecContext& ctx, const Array& a_in, const Array& b_in) {
+  detail::require_float(a_in, "matmul", "left operand");
+  detail::require_float(b_in, "matmul", "right operand");
+  detail::require_same_dtype(a_in, b_in, "matmul");
+  check(a_in.rank() >= 1 && b_in.rank() >= 1, "matmul", "operands must have rank >= 1, got ", a_in.shape(), " and ",
+        b_in.shape());
+  const bool a_vector = a_in.rank() == 1, b_vector = b_in.rank() == 1;
+  const Array a = detail::widen(ctx, a_vector ? a_in.unsqueeze(0) : a_in);
+  const Array b = detail::widen(ctx, b_vector ? b_in.unsqueeze(1) : b_in);
+  const int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  check(b.dim(-2) == k, "matmul", "inner dimensions differ: a is ", a_in.shape(), ", b is ", b_in.shape());
+
+  const Dims a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
+  const Dims batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  Dims a_full = batch, b_full = batch;
+  a_full.push_back(m);
+  a_full.push_back(k);
+  b_full.push_back(k);
+  b_full.push_back(n);
+  const Array ab = a.broadcast_to(a_full), bb = b.broadcast_to(b_full);
+  Dims out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  Array out = Array::empty(ctx, out_shape, a.dtype());
+
+  const int nb = batch.size();
+  detail::with_float_type(a.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const auto& gemm = detail::float_kernels<T>(ctx).gemm;
+    const T* pa = ab.data<T>();
+    const T* pb = bb.data<T>();
+    T* pc = out.data<T>();
+    for (int64_t item = 0; item < batch.product(); ++item) {
+      int64_t rest = item, off_a = 0, off_b = 0;
+      for (int d = nb - 1; d >= 0; --d) {
+        const int64_t i = rest % batch[d];
+        rest /= batch[d];
+        off_a += i * ab.strides()[d];
+        off_b += i * bb.strides()[d];
+      }
+      gemm(m, n, k, pa + off_a, ab.strides()[nb], ab.strides()[nb + 1], pb + off_b, bb.strides()[nb],
+           bb.strides()[nb + 1], pc + item * m * n, n, ctx.threads());
+    }
+  });
+  Array result = detail::narrow(ctx, out, a_in.dtype());
+  if (b_vector) result = result.squeeze(-1);
+  if (a_vector) result = result.squeeze(-2 + (b_vector ? 1 : 0));
+  return result;
+}
+
+Array bmm(ExecContext& ctx, const Array& a, const Array& b) {
+  check(a.defined() && b.defined() && a.rank() == 3 && b.rank() == 3, "bmm", "operands must have rank 3, got ",
+        a.shape(), " and ", b.shape());
+  check(a.dim(0) == b.dim(0), "bmm", "batch sizes differ: ", a.shape(), " vs ", b.shape());
+  return matmul(ctx, a, b);
+}
+
+Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const Array& b) {
+  const size_t comma = equation.find(','), arrow = equation.find("->");
+  check(comma != std::string_view::npos && arrow != std::string_view::npos && comma < arrow, "einsum",
+        "equation '", equation, "' is not of the form 'ab,bc->ac'");
+  return einsum(ctx, a, equation.substr(0, comma), b, equation.substr(comma + 1, arrow - comma - 1),
+                equation.substr(arrow + 2));
+}
+
+Array einsum(ExecContext& ctx, const Array& a, std::string_view la, const Array& b, std::string_view lb,
+             std::string_view lo) {
+  check(a.defined() && b.defined(), "einsum", "operand is an empty array");
+  check(static_cast<int>(la.size()) == a.rank() && static_cast<int>(lb.size()) == b.rank(), "einsum", "labels '",
+        la, "' and '", lb, "' do not match operand shapes ", a.shape(), " and ", b.shape());
+  auto has = [](std::string_view s, char c) { return s.find(c) != std::string_view::npos; };
+  auto unique = [](std::string_view s) {
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s.find(s[i], i + 1) != std::string_view::npos) return false;
+    return true;
+  };
+  check(unique(la) && unique(lb) && unique(lo), "einsum", "a label repeats within '", la, "', '", lb, "' or '",
+        lo, "'");
+
+  std::string batch, contracted, a_free, b_free;
+  for (char c : lo) {
+    check(has(la, c) || has(lb, c), "einsum", "output label '", c, "' is in neither operand ('", la, "', '", lb,
+          "')");
+    if (has(la, c) && has(lb, c)) batch += c;
+  }
+  for (char c : la) {
+    if (has(lb, c)) {
+      check(a.dim(static_cast<int>(la.find(c))) == b.dim(static_cast<int>(lb.find(c))), "einsum", "axis '", c,
+            "' has extent ", a.dim(static_cast<int>(la.find(c))), " in ", a.shape(), " but ",
+            b.dim(static_cast<int>(lb.find(c))), " in ", b.shape());
+      if (!has(lo, c)) contracted += c;
+    } else {
+      check(has(lo, c), "einsum", "label '", c, "' appears only in the first operand and not in the output '", lo,
+            "'; reduce it first");
+      a_free += c;
+    }
+  }
+  for (char c : lb) {
+    if (has(la, c)) continue;
+    check(has(lo, c), "einsum", "label '", c, "' appears only in the second operand and not in the output '", lo,
+          "'; reduce it first");
+    b_free += c;
+  }
+
+  auto order_of = [](std::string_view labels, const std::string& wanted) {
+    Dims order;
+    for (char c : wanted) order.push_back(static_cast<int64_t>(labels.find(c)));
+    return order;
+  };
+  auto extent = [&](const std::string& labels) {
+    int64_t n = 1;
+    for (char c : labels) n *= has(la, c) ? a.dim(static_cast<int>(la.find(c))) : b.dim(static_cast<int>(lb.find(c)));
+    return n;
+  };
+  const int64_t nb = extent(batch), m = extent(a_free), k = extent(contracted), n = extent(b_free);
+  const Array a3 = contiguous(ctx, a.permute(order_of(la, batch + a_free + contracted))).reshape({nb, m, k});
+  const Array b3 = contiguous(ctx, b.permute(order_of(lb, batch + contracted + b_free))).reshape({nb, k, n});
+  const Array product = matmul(ctx, a3, b3);
+
+  const std::string produced = batch + a_free + b_free;
+  Dims produced_shape;
+  for (char c : produced)
+    produced_shape.push_back(has(la, c) ? a.dim(static_cast<int>(la.find(c))) : b.dim(static_cast<int>(lb.find(c))));
+  return contiguous(ctx, product.reshape(produced_shape).permute(order_of(produced, std::string(lo))));
+}
+
+}  // namespace tempra

@@ -1,0 +1,26 @@
+// tempra/ops/linalg.h: matrix products.
+//
+// matmul follows torch.matmul: a [..., m, k] . b [..., k, n] -> [..., m, n] with the batch axes
+// broadcast; a rank-1 operand is a row (left) or column (right) vector whose axis is dropped
+// from the result. Operands may be any views: the GEMM kernel reads rows and columns by stride.
+//
+// einsum is the single contraction lowering the named-axis layer uses. Labels are characters:
+// einsum(ctx, "bik,bkj->bij", a, b). A label in both operands and the output is a batch axis,
+// in both operands but not the output is contracted, in one operand must appear in the output.
+// It lowers to one batched GEMM: permute each operand to [batch, free, contracted], multiply,
+// permute the result to the output order.
+#pragma once
+
+#include <string_view>
+
+#include "tempra/core/array.h"
+
+namespace tempra {
+
+Array matmul(ExecContext& ctx, const Array& a, const Array& b);
+Array bmm(ExecContext& ctx, const Array& a, const Array& b);  // [B, m, k] . [B, k, n]
+Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const Array& b);
+Array einsum(ExecContext& ctx, const Array& a, std::string_view a_labels, const Array& b, std::string_view b_labels,
+             std::string_view out_labels);
+
+}  // namespace tempra

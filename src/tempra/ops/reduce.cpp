@@ -1,0 +1,136 @@
+// tempra/ops/reduce.cpp
+#include "tempra/ops/reduce.h"
+
+#include "tempra/ops/creation.h"
+#include "tempra/ops/dispatch.h"
+
+namespace tempra {
+namespace {
+
+const char* reduce_name(ReduceOp op) {
+  static const char* const names[] = {"sum", "mean", "max", "min", "variance", "logsumexp"};
+  return names[static_cast<int>(op)];
+}
+
+// The [outer, n, inner] factorization of a contiguous array around `axis`.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+  Dims out_shape;
+};
+
+AxisSplit split_at(const Array& x, int axis, bool keepdim) {
+  AxisSplit s;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) s.outer *= x.shape()[i];
+    else if (i > axis) s.inner *= x.shape()[i];
+  }
+  s.n = x.shape()[axis];
+  s.out_shape = x.shape();
+  if (keepdim) s.out_shape[axis] = 1;
+  else s.out_shape.erase(axis);
+  return s;
+}
+
+}  // namespace
+
+Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, int64_t correction) {
+  const char* name = reduce_name(op);
+  detail::require_float(x, name);
+  const int a = normalize_axis(axis, x.rank(), name);
+  check(x.shape()[a] > 0 || op == ReduceOp::sum, name, "cannot reduce empty axis ", a, " of shape ", x.shape());
+  check(op != ReduceOp::variance || (correction >= 0 && x.shape()[a] > correction), name, "axis ", a,
+        " of shape ", x.shape(), " has too few elements for correction ", correction);
+  const Array in = contiguous(ctx, detail::widen(ctx, x));
+  const AxisSplit s = split_at(in, a, keepdim);
+  Array out = Array::empty(ctx, s.out_shape, in.dtype());
+  detail::with_float_type(in.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    detail::float_kernels<T>(ctx).reduce(op, in.data<T>(), s.outer, s.n, s.inner, correction, out.data<T>(),
+                                         ctx.threads());
+  });
+  return detail::narrow(ctx, out, x.dtype());
+}
+
+Array argmax(ExecContext& ctx, const Array& x, int axis, bool keepdim) {
+  detail::require_float(x, "argmax");
+  const int a = normalize_axis(axis, x.rank(), "argmax");
+  check(x.shape()[a] > 0, "argmax", "cannot reduce empty axis ", a, " of shape ", x.shape());
+  const Array in = contiguous(ctx, detail::widen(ctx, x));
+  const AxisSplit s = split_at(in, a, keepdim);
+  Array out = Array::empty(ctx, s.out_shape, DType::i64);
+  detail::with_float_type(in.dtype(), "argmax", [&](auto tag) {
+    using T = decltype(tag);
+    detail::float_kernels<T>(ctx).argmax(in.data<T>(), s.outer, s.n, s.inner, out.data<int64_t>(), ctx.threads());
+  });
+  return out;
+}
+
+Array sum_all(ExecContext& ctx, const Array& x) {
+  check(x.defined(), "sum_all", "input is an empty array");
+  return sum(ctx, contiguous(ctx, x).reshape({-1}), 0);
+}
+
+Array mean_all(ExecContext& ctx, const Array& x) {
+  check(x.defined(), "mean_all", "input is an empty array");
+  check(x.numel() > 0, "mean_all", "mean of an empty array of shape ", x.shape());
+  return mean(ctx, contiguous(ctx, x).reshape({-1}), 0);
+}
+
+namespace {
+
+Array softmax_impl(ExecContext& ctx, const Array& x, int axis, const SoftmaxOptions& options, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  detail::require_float(x, name);
+  const int a = normalize_axis(axis, x.rank(), name);
+  const int last = x.rank() - 1;
+  check(!options.causal || (a == last && x.rank() >= 2), name,
+        "causal masking needs the softmax axis to be the last of a rank >= 2 input, got axis ", axis,
+        " of shape ", x.shape());
+  if (options.causal)
+    check(x.shape()[last] >= x.shape()[last - 1], name, "causal masking needs at least as many keys as queries, got ",
+          x.shape());
+  if (a != last) {
+    // Move the axis last, run the row kernel, move it back.
+    Array moved = x.transpose(a, last);
+    SoftmaxOptions moved_options = options;
+    if (options.mask.defined()) {
+      const Dims shape = broadcast_shapes(options.mask.shape(), x.shape(), name);
+      check(shape == x.shape(), name, "mask of shape ", options.mask.shape(), " does not broadcast to ", x.shape());
+      moved_options.mask = options.mask.broadcast_to(x.shape()).transpose(a, last);
+    }
+    return contiguous(ctx, softmax_impl(ctx, moved, last, moved_options, log).transpose(a, last));
+  }
+  const Array in = contiguous(ctx, detail::widen(ctx, x));
+  Array mask;
+  if (options.mask.defined()) {
+    detail::require_float(options.mask, name, "mask");
+    detail::require_same_dtype(x, options.mask, name);
+    const Dims shape = broadcast_shapes(options.mask.shape(), x.shape(), name);
+    check(shape == x.shape(), name, "mask of shape ", options.mask.shape(), " does not broadcast to ", x.shape());
+    mask = detail::widen(ctx, options.mask).broadcast_to(x.shape());
+  }
+  Array out = Array::empty(ctx, in.shape(), in.dtype());
+  detail::with_float_type(in.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    SoftmaxArgs<T> args;
+    args.scale = options.scale;
+    args.log = log;
+    args.causal = options.causal;
+    args.q_len = options.causal ? in.shape()[last - 1] : 1;
+    if (mask.defined()) args.mask = mask.cref<T>();
+    else args.mask.strides = Dims::filled(in.rank(), 0);
+    detail::float_kernels<T>(ctx).softmax(in.cref<T>(), args, out.data<T>(), ctx.threads());
+  });
+  return detail::narrow(ctx, out, x.dtype());
+}
+
+}  // namespace
+
+Array softmax(ExecContext& ctx, const Array& x, int axis, const SoftmaxOptions& options) {
+  return softmax_impl(ctx, x, axis, options, false);
+}
+Array log_softmax(ExecContext& ctx, const Array& x, int axis, const SoftmaxOptions& options) {
+  return softmax_impl(ctx, x, axis, options, true);
+}
+
+}  // namespace tempra

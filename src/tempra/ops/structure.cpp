@@ -1,0 +1,157 @@
+// tempra/ops/structure.cpp
+#include "tempra/ops/structure.h"
+
+#include "tempra/backend/scalar/movement.h"
+#include "tempra/ops/creation.h"
+#include "tempra/ops/dispatch.h"
+
+namespace tempra {
+
+Array concat(ExecContext& ctx, const std::vector<Array>& parts, int axis) {
+  check(!parts.empty(), "concat", "needs at least one array");
+  const Array& first = parts.front();
+  check(first.defined() && first.rank() >= 1, "concat", "inputs must have rank >= 1");
+  const int a = normalize_axis(axis, first.rank(), "concat");
+  Dims shape = first.shape();
+  shape[a] = 0;
+  for (const Array& p : parts) {
+    check(p.defined() && p.dtype() == first.dtype() && p.rank() == first.rank(), "concat",
+          "inputs must share dtype and rank: ", first.dtype().name(), " ", first.shape(), " vs ",
+          p.defined() ? p.dtype().name() : "empty", " ", p.shape());
+    for (int d = 0; d < p.rank(); ++d)
+      check(d == a || p.shape()[d] == first.shape()[d], "concat", "shapes ", first.shape(), " and ", p.shape(),
+            " differ off axis ", a);
+    shape[a] += p.shape()[a];
+  }
+  Array out = Array::empty(ctx, shape, first.dtype());
+  int64_t at = 0;
+  for (const Array& p : parts) {
+    copy_into(ctx, p, out.narrow(a, at, p.shape()[a]));
+    at += p.shape()[a];
+  }
+  return out;
+}
+
+Array stack(ExecContext& ctx, const std::vector<Array>& parts, int axis) {
+  check(!parts.empty() && parts.front().defined(), "stack", "needs at least one array");
+  const int a = normalize_axis(axis, parts.front().rank() + 1, "stack");
+  std::vector<Array> expanded;
+  expanded.reserve(parts.size());
+  for (const Array& p : parts) {
+    check(p.defined() && p.shape() == parts.front().shape(), "stack", "shapes differ: ", parts.front().shape(),
+          " vs ", p.shape());
+    expanded.push_back(p.unsqueeze(a));
+  }
+  return concat(ctx, expanded, a);
+}
+
+std::vector<Array> split(const Array& x, int axis, const std::vector<int64_t>& sizes) {
+  check(x.defined(), "split", "input is an empty array");
+  const int a = normalize_axis(axis, x.rank(), "split");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    check(s >= 0, "split", "negative size ", s);
+    total += s;
+  }
+  check(total == x.shape()[a], "split", "sizes add up to ", total, " but axis ", a, " of shape ", x.shape(),
+        " has ", x.shape()[a]);
+  std::vector<Array> pieces;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    pieces.push_back(x.narrow(a, at, s));
+    at += s;
+  }
+  return pieces;
+}
+
+namespace {
+void check_indices(const Array& index, int64_t limit, const char* op, const Dims& shape) {
+  const int64_t* p = index.data<int64_t>();
+  for (int64_t i = 0; i < index.numel(); ++i)
+    check(p[i] >= 0 && p[i] < limit, op, "index ", p[i], " is out of range [0, ", limit, ") for shape ", shape);
+}
+}  // namespace
+
+Array gather(ExecContext& ctx, const Array& x, int axis, const Array& index_in) {
+  check(x.defined(), "gather", "input is an empty array");
+  const int a = normalize_axis(axis, x.rank(), "gather");
+  const Array index = detail::index_as_i64(ctx, index_in, "gather");
+  check(index.rank() == x.rank(), "gather", "index of shape ", index.shape(), " must have the rank of ", x.shape());
+  for (int d = 0; d < x.rank(); ++d)
+    check(d == a || index.shape()[d] <= x.shape()[d], "gather", "index shape ", index.shape(),
+          " exceeds input shape ", x.shape(), " on axis ", d);
+  check_indices(index, x.shape()[a], "gather", x.shape());
+  Array out = Array::empty(ctx, index.shape(), x.dtype());
+  visit_dtype(x.dtype(), "gather", [&](auto tag) {
+    using T = decltype(tag);
+    scalar::gather<T>(x.cref<T>(), index.cref<int64_t>(), a, out.ref<T>(), ctx.threads());
+  });
+  return out;
+}
+
+Array index_select(ExecContext& ctx, const Array& x_in, int axis, const Array& index_in) {
+  check(x_in.defined(), "index_select", "input is an empty array");
+  const int a = normalize_axis(axis, x_in.rank(), "index_select");
+  const Array index = detail::index_as_i64(ctx, index_in, "index_select");
+  check(index.rank() == 1, "index_select", "index must be 1-D, got shape ", index.shape());
+  check_indices(index, x_in.shape()[a], "index_select", x_in.shape());
+  const Array x = contiguous(ctx, x_in);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d < a) outer *= x.shape()[d];
+    if (d > a) inner *= x.shape()[d];
+  }
+  Dims shape = x.shape();
+  shape[a] = index.numel();
+  Array out = Array::empty(ctx, shape, x.dtype());
+  visit_dtype(x.dtype(), "index_select", [&](auto tag) {
+    using T = decltype(tag);
+    scalar::index_select<T>(x.data<T>(), outer, x.shape()[a], inner, index.data<int64_t>(), index.numel(),
+                            out.data<T>(), ctx.threads());
+  });
+  return out;
+}
+
+Array embedding(ExecContext& ctx, const Array& table, const Array& ids) {
+  check(table.defined() && table.rank() == 2, "embedding", "table must be [vocab, dim], got ", table.shape());
+  check(ids.defined(), "embedding", "ids is an empty array");
+  const Array flat = detail::index_as_i64(ctx, ids, "embedding").reshape({-1});
+  Dims shape = ids.shape();
+  shape.push_back(table.dim(1));
+  return index_select(ctx, table, 0, flat).reshape(shape);
+}
+
+Array pad(ExecContext& ctx, const Array& x, const std::vector<std::pair<int64_t, int64_t>>& pads, double value) {
+  check(x.defined(), "pad", "input is an empty array");
+  check(static_cast<int>(pads.size()) == x.rank(), "pad", "needs one (before, after) pair per axis: got ",
+        pads.size(), " for shape ", x.shape());
+  Dims shape = x.shape();
+  for (int d = 0; d < x.rank(); ++d) {
+    check(pads[d].first >= 0 && pads[d].second >= 0, "pad", "negative padding on axis ", d);
+    shape[d] += pads[d].first + pads[d].second;
+  }
+  Array out = full(ctx, shape, value, x.dtype());
+  Array interior = out;
+  for (int d = 0; d < x.rank(); ++d) interior = interior.narrow(d, pads[d].first, x.shape()[d]);
+  copy_into(ctx, x, interior);
+  return out;
+}
+
+namespace {
+Array triangle(ExecContext& ctx, const Array& x, int64_t diagonal, bool upper) {
+  const char* name = upper ? "triu" : "tril";
+  check(x.defined() && x.rank() >= 2, name, "input must have rank >= 2, got ",
+        x.defined() ? to_string(x.shape()) : "an empty array");
+  Array out = Array::empty(ctx, x.shape(), x.dtype());
+  visit_dtype(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    scalar::triangle<T>(x.cref<T>(), diagonal, upper, out.ref<T>(), ctx.threads());
+  });
+  return out;
+}
+}  // namespace
+
+Array tril(ExecContext& ctx, const Array& x, int64_t diagonal) { return triangle(ctx, x, diagonal, false); }
+Array triu(ExecContext& ctx, const Array& x, int64_t diagonal) { return triangle(ctx, x, diagonal, true); }
+
+}  // namespace tempra
