@@ -235,8 +235,11 @@ UNARY = {
     "tanh": torch.tanh,
     "sigmoid": torch.sigmoid,
     "relu": torch.relu,
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_erf": F.gelu,
+    # The gelus are torch's definitions, evaluated in forms without the cancellation of
+    # 1 + tanh(u) and 1 + erf(z) for very negative x, which even f64 loses (x < -19 gives 0
+    # instead of ~1e-18). 0.5 (1 + tanh(u)) == sigmoid(2u); 1 + erf(z) == erfc(-z).
+    "gelu_tanh": lambda x: x * torch.sigmoid(2.0 * 0.7978845608028654 * (x + 0.044715 * x * x * x)),
+    "gelu_erf": lambda x: 0.5 * x * torch.special.erfc(-x * 0.7071067811865476),
     "silu": F.silu,
     "softplus": F.softplus,
     "sin": torch.sin,

@@ -1,7 +1,8 @@
 // tempra/backend/scalar/elementwise.cpp: unary, binary and where, one strided row at a time.
 //
 // Formulas follow PyTorch's definitions (the goldens' source): gelu_tanh is
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), softplus is log1p(exp(x)) below 20 and x
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), gelu_erf 0.5 x (1 + erf(x / sqrt 2)), each
+// evaluated in a form without cancellation for negative x; softplus is log1p(exp(x)) below 20 and x
 // above (torch's default threshold), maximum/minimum propagate NaN.
 #include <cmath>
 #include <limits>
@@ -25,10 +26,12 @@ T apply_unary(UnaryOp op, T x) {
     case UnaryOp::sigmoid: return T(1) / (T(1) + std::exp(-x));
     case UnaryOp::relu: return x > T(0) ? x : (x == x ? T(0) : x);
     case UnaryOp::gelu_tanh: {
-      const T k = T(0.7978845608028654);  // sqrt(2 / pi)
-      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+      // 0.5 (1 + tanh(u)) == 1 / (1 + exp(-2u)): the same function without the cancellation
+      // that loses all precision of 1 + tanh(u) in the negative tail.
+      const T u = T(0.7978845608028654) * (x + T(0.044715) * x * x * x);  // sqrt(2 / pi) (...)
+      return x / (T(1) + std::exp(T(-2) * u));
     }
-    case UnaryOp::gelu_erf: return T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476)));
+    case UnaryOp::gelu_erf: return T(0.5) * x * std::erfc(x * T(-0.7071067811865476));  // 1 + erf(z) == erfc(-z)
     case UnaryOp::silu: return x / (T(1) + std::exp(-x));
     case UnaryOp::softplus: return x > T(20) ? x : std::log1p(std::exp(x));
     case UnaryOp::sin: return std::sin(x);
