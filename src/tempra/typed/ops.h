@@ -75,24 +75,28 @@ template <class Contracted, class... Have>
 constexpr bool require_in_left() {
   static_assert(axes::contains<Contracted, Have...>,
                 "tempra: dot<Axis>: the contraction axis is not an axis of the left operand");
-  return true;
+  return axes::contains<Contracted, Have...>;
 }
 template <class Contracted, class... Have>
 constexpr bool require_in_right() {
   static_assert(axes::contains<Contracted, Have...>,
                 "tempra: dot<Axis>: the contraction axis is not an axis of the right operand");
-  return true;
+  return axes::contains<Contracted, Have...>;
 }
 }  // namespace detail
 
 template <class... Axes>
 template <class A, class... Other>
 auto Tensor<Axes...>::dot(ExecContext& ctx, const Tensor<Other...>& other) const {
-  static_assert(detail::require_in_left<A, Axes...>() && detail::require_in_right<A, Other...>());
-  using Kept = typename axes::Minus<axes::List<Axes...>, axes::List<A>>::type;
-  using Added = typename axes::Minus<axes::List<Other...>, axes::List<Axes..., A>>::type;
-  using Out = typename axes::Concat<Kept, Added>::type;
-  return [&]<class... O>(axes::List<O...>) { return einsum<O...>(ctx, *this, other); }(Out{});
+  constexpr bool valid = detail::require_in_left<A, Axes...>() && detail::require_in_right<A, Other...>();
+  if constexpr (!valid) {
+    return Tensor<>{};  // unreachable: the assertion above already failed; stops a cascade of errors
+  } else {
+    using Kept = typename axes::Minus<axes::List<Axes...>, axes::List<A>>::type;
+    using Added = typename axes::Minus<axes::List<Other...>, axes::List<Axes..., A>>::type;
+    using Out = typename axes::Concat<Kept, Added>::type;
+    return [&]<class... O>(axes::List<O...>) { return einsum<O...>(ctx, *this, other); }(Out{});
+  }
 }
 
 // ---- elementwise ----
