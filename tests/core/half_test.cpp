@@ -30,8 +30,8 @@ using tempra::f32_to_bf16_bits;
 using tempra::f32_to_f16_bits;
 
 // Stride over all 2^32 f32 patterns: prime, so every exponent and low-mantissa residue is hit.
-// ~431k samples: well under a second in Release, a few seconds under ASan.
-constexpr uint64_t kSampleStride = 9973;
+// ~4.3M samples: about 0.1 s per test in Release, about 4 s per test under ASan+UBSan (Debug).
+constexpr uint64_t kSampleStride = 997;
 
 bool f16_is_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0; }
 bool bf16_is_nan(uint16_t h) { return (h & 0x7f80u) == 0x7f80u && (h & 0x007fu) != 0; }
@@ -293,7 +293,7 @@ TEST(CoreHalfF16, RoundingMatchesNearestValueSearchOnStridedSampleMidpointsAndSp
     ASSERT_EQ(got, reference_f16(x)) << std::hex << "f32 0x" << to_bits(x) << " (" << std::dec << x << ")";
     ++checked;
   }
-  EXPECT_GT(checked, size_t{600000});
+  EXPECT_GT(checked, size_t{4000000});
   EXPECT_GT(nans, size_t{0});
 }
 
@@ -396,7 +396,7 @@ TEST(CoreHalfBf16, RoundingMatchesNearestValueSearchOnStridedSampleMidpointsAndS
     ASSERT_EQ(got, reference_bf16(x)) << std::hex << "f32 0x" << to_bits(x) << " (" << std::dec << x << ")";
     ++checked;
   }
-  EXPECT_GT(checked, size_t{600000});
+  EXPECT_GT(checked, size_t{4000000});
 }
 
 #if defined(__AVX512BF16__) && defined(__AVX512VL__)
@@ -414,7 +414,7 @@ TEST(CoreHalfBf16, RoundingMatchesAvx512Bf16HardwareOnNonSubnormalSample) {
     ASSERT_EQ(f32_to_bf16_bits(x), hw) << std::hex << "f32 0x" << to_bits(x);
     ++checked;
   }
-  EXPECT_GT(checked, size_t{500000});
+  EXPECT_GT(checked, size_t{4000000});
 }
 #endif
 
