@@ -141,6 +141,7 @@ Array Array::reshape(const Dims& shape) const {
 Array Array::broadcast_to(const Dims& shape) const {
   require_plain("broadcast_to");
   check(shape.size() >= rank(), "broadcast_to", "cannot broadcast shape ", shape_, " to lower rank ", shape);
+  for (int64_t extent : shape) check(extent >= 0, "broadcast_to", "negative extent in target shape ", shape);
   Array out = *this;
   out.shape_ = shape;
   out.strides_ = Dims::filled(shape.size(), 0);

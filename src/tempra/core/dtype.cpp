@@ -1,6 +1,7 @@
 // tempra/core/dtype.cpp: the dtype registry.
 #include "tempra/core/dtype.h"
 
+#include <array>
 #include <deque>
 #include <mutex>
 
@@ -31,9 +32,17 @@ Registry& registry() {
 }  // namespace
 
 const DTypeInfo& DType::info() const {
-  // Built-in ids never move: read them without the lock (ops ask on every call).
-  static const Registry& builtins = registry();
-  if (id < kBuiltinCount) return builtins.types[id];
+  // Built-in ids never move: read them without the lock (ops ask on every call). Their addresses
+  // are taken once, under the lock: deque elements stay put as the registry grows, but indexing
+  // the deque reads its block map, which a concurrent register_dtype's push_back reallocates.
+  static const std::array<const DTypeInfo*, kBuiltinCount> builtins = [] {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    std::array<const DTypeInfo*, kBuiltinCount> p{};
+    for (uint16_t i = 0; i < kBuiltinCount; ++i) p[i] = &r.types[i];
+    return p;
+  }();
+  if (id < kBuiltinCount) return *builtins[id];
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   check(id < r.types.size(), "dtype", "unknown dtype id ", id);

@@ -96,6 +96,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, Body body) {
   // About four chunks per thread balances uneven rows without many atomic grabs.
   const int64_t chunks_wanted = static_cast<int64_t>(n_threads_) * 4;
   Job job(body, n, std::max(grain, (n + chunks_wanted - 1) / chunks_wanted));
+  split_jobs_.fetch_add(1, std::memory_order_relaxed);
   busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
   job_.store(&job, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);

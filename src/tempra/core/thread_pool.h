@@ -37,6 +37,9 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
   void parallel_for(int64_t n, int64_t grain, Body body);
+  // How many parallel_for calls were actually split across workers (tests use it to prove a
+  // determinism check exercised more than one thread).
+  int64_t split_jobs() const { return split_jobs_.load(std::memory_order_relaxed); }
 
   // Threads to use when nobody says: TEMPRA_THREADS if set and valid, else physical cores.
   static int default_thread_count();
@@ -54,6 +57,7 @@ class ThreadPool {
   std::atomic<Job*> job_{nullptr};
   std::atomic<int> busy_workers_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> split_jobs_{0};
 };
 
 }  // namespace tempra

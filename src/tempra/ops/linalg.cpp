@@ -65,6 +65,35 @@ Array bmm(ExecContext& ctx, const Array& a, const Array& b) {
   return matmul(ctx, a, b);
 }
 
+namespace {
+
+// Views `a` (already permuted to [batch..., rows..., cols...]) as [batch, rows, cols] without a
+// copy when each group's axes nest by stride, as they do for any permutation of a contiguous
+// array that keeps each group's axes in memory order. Otherwise copies first.
+Array as_3d(ExecContext& ctx, const Array& a, int n_batch, int n_rows) {
+  const int bounds[4] = {0, n_batch, n_batch + n_rows, a.rank()};
+  Dims shape, strides;
+  for (int g = 0; g < 3; ++g) {
+    int64_t extent = 1, stride = 1;
+    bool nested = true;
+    for (int d = bounds[g]; d < bounds[g + 1]; ++d) {
+      if (a.shape()[d] == 1) continue;  // a unit axis's stride never matters
+      if (extent > 1 && stride != a.strides()[d] * a.shape()[d]) nested = false;
+      extent *= a.shape()[d];
+      stride = a.strides()[d];
+    }
+    if (!nested) {
+      const Array c = contiguous(ctx, a);
+      return as_3d(ctx, c, n_batch, n_rows);
+    }
+    shape.push_back(extent);
+    strides.push_back(stride);
+  }
+  return Array(a.storage(), a.dtype(), shape, strides, a.offset());
+}
+
+}  // namespace
+
 Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const Array& b) {
   const size_t comma = equation.find(','), arrow = equation.find("->");
   check(comma != std::string_view::npos && arrow != std::string_view::npos && comma < arrow, "einsum",
@@ -117,14 +146,10 @@ Array einsum(ExecContext& ctx, const Array& a, std::string_view la, const Array&
     for (char c : wanted) order.push_back(static_cast<int64_t>(labels.find(c)));
     return order;
   };
-  auto extent = [&](const std::string& labels) {
-    int64_t n = 1;
-    for (char c : labels) n *= has(la, c) ? a.dim(static_cast<int>(la.find(c))) : b.dim(static_cast<int>(lb.find(c)));
-    return n;
-  };
-  const int64_t nb = extent(batch), m = extent(a_free), k = extent(contracted), n = extent(b_free);
-  const Array a3 = contiguous(ctx, a.permute(order_of(la, batch + a_free + contracted))).reshape({nb, m, k});
-  const Array b3 = contiguous(ctx, b.permute(order_of(lb, batch + contracted + b_free))).reshape({nb, k, n});
+  const int nb = static_cast<int>(batch.size());
+  const Array a3 = as_3d(ctx, a.permute(order_of(la, batch + a_free + contracted)), nb, static_cast<int>(a_free.size()));
+  const Array b3 = as_3d(ctx, b.permute(order_of(lb, batch + contracted + b_free)), nb,
+                         static_cast<int>(contracted.size()));
   const Array product = matmul(ctx, a3, b3);
 
   const std::string produced = batch + a_free + b_free;

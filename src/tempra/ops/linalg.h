@@ -7,8 +7,9 @@
 // einsum is the single contraction lowering the named-axis layer uses. Labels are characters:
 // einsum(ctx, "bik,bkj->bij", a, b). A label in both operands and the output is a batch axis,
 // in both operands but not the output is contracted, in one operand must appear in the output.
-// It lowers to one batched GEMM: permute each operand to [batch, free, contracted], multiply,
-// permute the result to the output order.
+// It lowers to one batched matmul (a GEMM per batch item): each operand is viewed as
+// [batch, free, contracted] (a strided view when its axes allow, else a copy), multiplied, and
+// the result permuted to the output order.
 #pragma once
 
 #include <string_view>

@@ -25,8 +25,8 @@ Array rope(ExecContext& ctx, const Array& x, const Array& positions, const RopeP
 
 struct AttentionOptions {
   bool causal = false;          // key j hidden from query i when j > i + (Tk - Tq)
-  std::optional<double> scale;  // default 1 / sqrt(D)
-  Array mask;                   // optional additive mask broadcastable to [B, Hq, Tq, Tk]
+  std::optional<double> scale{};  // default 1 / sqrt(D)
+  Array mask{};                   // optional additive mask broadcastable to [B, Hq, Tq, Tk]
 };
 Array attention(ExecContext& ctx, const Array& q, const Array& k, const Array& v, const AttentionOptions& options = {});
 

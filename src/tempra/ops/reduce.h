@@ -42,7 +42,7 @@ Array mean_all(ExecContext& ctx, const Array& x);
 struct SoftmaxOptions {
   double scale = 1.0;  // applied to x before the mask: softmax(x * scale + mask)
   bool causal = false;  // over the last two axes [.., q, k]: key j hidden from query i when j > i + (k - q)
-  Array mask;           // optional additive mask (same dtype), broadcastable to x
+  Array mask{};         // optional additive mask (same dtype), broadcastable to x
 };
 
 Array softmax(ExecContext& ctx, const Array& x, int axis = -1, const SoftmaxOptions& options = {});

@@ -19,7 +19,8 @@ template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t b_row,
           int64_t b_col, T* c, int64_t ldc, ThreadPool& pool) {
   const int64_t row_blocks = (m + kRowBlock - 1) / kRowBlock;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n * k / kRowBlock + 1));
+  // A chunk of row blocks should hold at least ~64K multiply-adds to be worth a worker.
+  const int64_t grain = std::max<int64_t>(1, 65536 / (kRowBlock * n * k + 1));
   pool.parallel_for(row_blocks, grain, [&](int64_t first, int64_t last) {
     for (int64_t ib = first; ib < last; ++ib) {
       const int64_t i0 = ib * kRowBlock, i1 = std::min(m, i0 + kRowBlock);
