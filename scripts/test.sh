@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# scripts/test.sh: the README's second command, and what CI runs. Installs dependencies if
+# missing, then builds and runs the whole suite twice: the host-tuned release build, and a
+# debug build under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc 2>/dev/null || echo 2)
+scripts/install-deps.sh
+
+echo "== release =="
+cmake --preset release
+cmake --build --preset release -j "$jobs"
+ctest --preset release -j "$jobs"
+
+echo "== asan + ubsan =="
+cmake --preset asan
+cmake --build --preset asan -j "$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --preset asan -j "$jobs"
