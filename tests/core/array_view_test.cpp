@@ -5,12 +5,14 @@
 // and at() reads the expected parent element at every index.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "tempra/core/array.h"
+#include "tempra/core/tensor_ref.h"
 #include "tempra/ops/creation.h"
 
 namespace {
@@ -361,6 +363,63 @@ TEST_F(CoreArrayView, ViewErrorsNameTheView) {
   EXPECT_EQ(qa.nbytes(), 68u);
   EXPECT_ERROR_CONTAINS(qa.transpose(0, 1), "[permute]", "block-quantized");
   EXPECT_ERROR_CONTAINS(qa.select(0, 1), "[select]", "test_view_q8");
+}
+
+TEST_F(CoreArrayView, ZeroSizedArraysFillViewAndCopyWithoutCrashing) {
+  // An empty outer axis used to reach `index % 0` in for_each_row (SIGFPE) through full().
+  const Array a = tempra::full(ctx, {0, 3}, 1.0);
+  EXPECT_EQ(a.numel(), 0);
+  EXPECT_EQ(tempra::full(ctx, {2, 0, 3}, 1.0, DType::i32).numel(), 0);
+  EXPECT_EQ(tempra::full(ctx, {3, 0}, 1.0).numel(), 0);
+  const Array t = a.transpose(0, 1);
+  EXPECT_EQ(t.shape(), (Dims{3, 0}));
+  EXPECT_TRUE(tempra::to_vector<float>(ctx, t).empty());
+  EXPECT_EQ(tempra::copy(ctx, t).numel(), 0);
+  EXPECT_EQ(a.reshape({3, -1, 5}).numel(), 0);
+  EXPECT_EQ(iota(ctx, {4, 3}).slice(0, 2, 2).numel(), 0);
+}
+
+// for_each_row (tensor_ref.h) is the strided walk every elementwise kernel sits on.
+TEST(CoreTensorRef, ForEachRowVisitsRowsInOrderWithEachOperandsOffsets) {
+  const Dims shape{2, 3, 4};
+  const Dims a_strides{12, 4, 1}, b_strides{1, 2, 6}, c_strides{0, 5, 1};  // c broadcasts axis 0
+  for (auto [first, last] : {std::pair<int64_t, int64_t>{0, 6}, {2, 5}, {5, 6}, {3, 3}, {0, 1}}) {
+    SCOPED_TRACE(std::to_string(first) + ".." + std::to_string(last));
+    std::vector<int64_t> rows;
+    tempra::for_each_row<3>(shape, {&a_strides, &b_strides, &c_strides}, first, last,
+                            [&](int64_t row, const std::array<int64_t, 3>& off) {
+                              rows.push_back(row);
+                              const int64_t i = row / 3, j = row % 3;
+                              EXPECT_EQ(off[0], i * 12 + j * 4) << row;
+                              EXPECT_EQ(off[1], i * 1 + j * 2) << row;
+                              EXPECT_EQ(off[2], j * 5) << row;
+                            });
+    std::vector<int64_t> want;
+    for (int64_t r = first; r < last; ++r) want.push_back(r);
+    EXPECT_EQ(rows, want);
+  }
+  EXPECT_EQ(tempra::row_count(shape), 6);
+  EXPECT_EQ(tempra::row_count({}), 1);
+  EXPECT_EQ(tempra::row_count({7}), 1);
+}
+
+TEST(CoreTensorRef, ForEachRowOnRankZeroOneAndEmptyShapes) {
+  int calls = 0;
+  const Dims none{}, one{1};
+  // Rank 0 and rank 1 have exactly one row, at offset 0.
+  tempra::for_each_row<1>(Dims{}, {&none}, 0, 1, [&](int64_t row, auto off) {
+    ++calls;
+    EXPECT_EQ(row, 0);
+    EXPECT_EQ(off[0], 0);
+  });
+  tempra::for_each_row<1>(Dims{5}, {&one}, 0, 1, [&](int64_t, auto) { ++calls; });
+  EXPECT_EQ(calls, 2);
+  // Empty ranges and shapes with an empty outer axis visit nothing (and must not divide by 0).
+  const Dims s2{3, 1}, s3{9, 3, 1};
+  tempra::for_each_row<1>(Dims{0, 3}, {&s2}, 0, tempra::row_count({0, 3}), [&](int64_t, auto) { ++calls; });
+  tempra::for_each_row<1>(Dims{2, 0, 3}, {&s3}, 0, 0, [&](int64_t, auto) { ++calls; });
+  tempra::for_each_row<1>(Dims{5}, {&one}, 0, 0, [&](int64_t, auto) { ++calls; });
+  EXPECT_EQ(calls, 2);
 }
 
 TEST(CoreBroadcastShapes, NumpyRules) {

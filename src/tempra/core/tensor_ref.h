@@ -37,6 +37,7 @@ inline int64_t row_count(const Dims& shape) {
 template <size_t N, class Fn>
 void for_each_row(const Dims& shape, const std::array<const Dims*, N>& strides, int64_t first, int64_t last,
                   Fn&& fn) {
+  if (first >= last) return;  // nothing to visit; also keeps an empty outer axis out of the % below
   const int outer = shape.size() - 1;
   if (outer <= 0) {
     if (first < last && first == 0) fn(int64_t{0}, std::array<int64_t, N>{});

@@ -20,10 +20,11 @@
 namespace tempra {
 
 struct ThreadPool::Job {
-  Job(Body b, int64_t count, int64_t chunk_size) : body(b), n(count), chunk(chunk_size) {}
+  Job(Body b, int64_t count, int64_t chunk_size, uint64_t gen) : body(b), n(count), chunk(chunk_size), generation(gen) {}
   Body body;
   int64_t n;
   int64_t chunk;
+  uint64_t generation;
   std::atomic<int64_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr error;
@@ -33,6 +34,15 @@ namespace {
 thread_local bool inside_parallel_body = false;
 // ~50 microseconds of polling before a worker parks.
 constexpr int kSpinIterations = 20000;
+
+// One poll of a spin-wait. Every kYieldEvery polls the thread yields its core: when the pool has
+// more threads than free cores, the thread being waited for may be runnable but not running, and
+// a pure pause loop would hold the core until the scheduler preempts it (milliseconds per job).
+constexpr int kYieldEvery = 64;
+inline void spin_wait_step(int spin) {
+  if (spin % kYieldEvery == kYieldEvery - 1) std::this_thread::yield();
+  else TEMPRA_CPU_RELAX();
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -67,7 +77,7 @@ void ThreadPool::worker_loop() {
   for (;;) {
     uint64_t now = generation_.load(std::memory_order_acquire);
     for (int spin = 0; now == seen && spin < kSpinIterations; ++spin) {
-      TEMPRA_CPU_RELAX();
+      spin_wait_step(spin);
       now = generation_.load(std::memory_order_acquire);
     }
     if (now == seen) {
@@ -76,8 +86,14 @@ void ThreadPool::worker_loop() {
     }
     seen = now;
     if (stopping_.load()) return;
-    if (Job* job = job_.load(std::memory_order_acquire)) run_chunks(*job);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    // Announce ourselves before looking at the job: the caller waits for every announced worker
+    // before its Job leaves scope, and a worker that announces too late finds no job (or a newer
+    // one, which it skips). A worker that sleeps through a job is never waited for, so one
+    // descheduled thread cannot stall a caller on a loaded machine.
+    active_workers_.fetch_add(1);
+    Job* job = job_.load();
+    if (job && job->generation == seen) run_chunks(*job);
+    active_workers_.fetch_sub(1);
   }
 }
 
@@ -95,15 +111,15 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, Body body) {
   }
   // About four chunks per thread balances uneven rows without many atomic grabs.
   const int64_t chunks_wanted = static_cast<int64_t>(n_threads_) * 4;
-  Job job(body, n, std::max(grain, (n + chunks_wanted - 1) / chunks_wanted));
+  const uint64_t generation = generation_.load() + 1;  // only this thread (holding the lock) bumps it
+  Job job(body, n, std::max(grain, (n + chunks_wanted - 1) / chunks_wanted), generation);
   split_jobs_.fetch_add(1, std::memory_order_relaxed);
-  busy_workers_.store(n_threads_ - 1, std::memory_order_relaxed);
-  job_.store(&job, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
+  job_.store(&job);
+  generation_.store(generation);
   generation_.notify_all();
-  run_chunks(job);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) TEMPRA_CPU_RELAX();
-  job_.store(nullptr, std::memory_order_relaxed);
+  run_chunks(job);  // returns once every chunk is claimed; workers may still run theirs
+  job_.store(nullptr);
+  for (int spin = 0; active_workers_.load() != 0; ++spin) spin_wait_step(spin);
   if (job.error) std::rethrow_exception(job.error);
 }
 

@@ -55,7 +55,7 @@ class ThreadPool {
   std::mutex submit_mutex_;        // one job at a time
   std::atomic<uint64_t> generation_{0};
   std::atomic<Job*> job_{nullptr};
-  std::atomic<int> busy_workers_{0};
+  std::atomic<int> active_workers_{0};  // workers inside the current job
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> split_jobs_{0};
 };
