@@ -51,6 +51,22 @@ Array align_to(axes::List<Target...>, const Tensor<Have...>& x) {
 template <class L>
 using TensorOf = typename axes::Apply<Tensor, L>::type;
 
+// Checks, by name, that every axis a and b share has one extent (or, when broadcasting, that one
+// side is 1), so a mismatch reads "[add] axis h1 has extent 16 in Tensor<batch, h1> but 8 in
+// Tensor<h1>" rather than as two anonymous shapes.
+template <class... A, class... B>
+void check_shared_extents(const char* op, const Tensor<A...>& a, const Tensor<B...>& b, bool broadcast) {
+  (
+      [&] {
+        if constexpr (axes::contains<B, A...>) {
+          const int64_t ea = a.template size<B>(), eb = b.template size<B>();
+          check(ea == eb || (broadcast && (ea == 1 || eb == 1)), op, "axis ", B::name, " has extent ", ea, " in ",
+                Tensor<A...>::describe(), " but ", eb, " in ", Tensor<B...>::describe());
+        }
+      }(),
+      ...);
+}
+
 }  // namespace detail
 
 // ---- contraction ----
@@ -64,6 +80,7 @@ Tensor<Out...> einsum(ExecContext& ctx, const Tensor<A...>& a, const Tensor<B...
                     ((axes::contains<B, Out...> || axes::contains<B, A...>) && ...),
                 "tempra: einsum<Out...>: an axis that only one operand has is missing from the output; reduce "
                 "it first");
+  detail::check_shared_extents("einsum", a, b, /*broadcast=*/false);
   using Universe = typename axes::Union<axes::List<A...>, axes::List<B...>>::type;
   return Tensor<Out...>::from(tempra::einsum(ctx, a.array(), detail::Labels<Universe, axes::List<A...>>::get(),
                                              b.array(), detail::Labels<Universe, axes::List<B...>>::get(),
@@ -128,6 +145,7 @@ TEMPRA_TYPED_UNARY(cos)
 template <class... A, class... B>
 auto binary(ExecContext& ctx, BinaryOp op, const Tensor<A...>& a, const Tensor<B...>& b) {
   using Out = typename axes::Union<axes::List<A...>, axes::List<B...>>::type;
+  detail::check_shared_extents(op_name(op), a, b, /*broadcast=*/true);
   return detail::TensorOf<Out>::from(
       tempra::binary(ctx, op, detail::align_to(Out{}, a), detail::align_to(Out{}, b)));
 }
