@@ -30,7 +30,7 @@ using tempra::f32_to_bf16_bits;
 using tempra::f32_to_f16_bits;
 
 // Stride over all 2^32 f32 patterns: prime, so every exponent and low-mantissa residue is hit.
-// ~4.3M samples: about 0.1 s per test in Release, about 4 s per test under ASan+UBSan (Debug).
+// ~4.3M samples: about 0.25 s per test in Release, under 2 s per test under ASan+UBSan (Debug).
 constexpr uint64_t kSampleStride = 997;
 
 bool f16_is_nan(uint16_t h) { return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0; }

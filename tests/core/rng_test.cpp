@@ -214,3 +214,13 @@ TEST(CoreRandomFill, InvalidParametersThrow) {
 }
 
 }  // namespace
+
+namespace {
+TEST(CoreRng, RejectedFillDoesNotAdvanceTheContextStream) {
+  tempra::ExecContext ctx(tempra::ExecOptions{.threads = 1, .seed = 3});
+  const tempra::RngState before = ctx.rng();
+  EXPECT_THROW(tempra::normal(ctx, {4}, 0.0, -1.0), tempra::Error);
+  EXPECT_THROW(tempra::uniform(ctx, {4}, 2.0, 1.0), tempra::Error);
+  EXPECT_EQ(ctx.rng(), before);
+}
+}  // namespace

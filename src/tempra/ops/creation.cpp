@@ -54,11 +54,15 @@ Array normal(ExecContext& ctx, const Dims& shape, double mean, double stddev, ui
 }
 
 Array uniform(ExecContext& ctx, const Dims& shape, double low, double high) {
+  check(low <= high, "uniform", "low ", low, " exceeds high ", high);  // before the stream advances
+  for (int64_t extent : shape) check(extent >= 0, "uniform", "negative extent in shape ", shape);
   const uint64_t offset = ctx.rng().advance(static_cast<uint64_t>(shape.product()));
   return uniform(ctx, shape, low, high, ctx.rng().seed, offset);
 }
 
 Array normal(ExecContext& ctx, const Dims& shape, double mean, double stddev) {
+  check(stddev >= 0, "normal", "stddev must be >= 0, got ", stddev);  // before the stream advances
+  for (int64_t extent : shape) check(extent >= 0, "normal", "negative extent in shape ", shape);
   const uint64_t offset = ctx.rng().advance(static_cast<uint64_t>(shape.product()));
   return normal(ctx, shape, mean, stddev, ctx.rng().seed, offset);
 }
