@@ -5,6 +5,8 @@
 // and at() reads the expected parent element at every index.
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
+
 #include <array>
 #include <functional>
 #include <numeric>
@@ -61,20 +63,7 @@ std::ptrdiff_t byte_offset(const Array& view, const Array& parent) {
   return static_cast<const char*>(view.raw_data()) - static_cast<const char*>(parent.raw_data());
 }
 
-// Runs fn, expects tempra::Error, and returns its message.
-template <class Fn>
-std::string error_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const tempra::Error& e) {
-    return e.what();
-  } catch (...) {
-    ADD_FAILURE() << "threw something other than tempra::Error";
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
+using tempra::testing::error_message;
 
 #define EXPECT_ERROR_CONTAINS(stmt, ...)                                                   \
   do {                                                                                     \

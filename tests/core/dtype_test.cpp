@@ -4,6 +4,8 @@
 // (registration is idempotent), so the tests pass in any order and in isolation.
 #include <gtest/gtest.h>
 
+#include "support/errors.h"
+
 #include <algorithm>
 #include <atomic>
 #include <string>
@@ -22,20 +24,7 @@ using tempra::DTypeKind;
 // A made-up block format shaped like GGML's Q8_0: 32 int8 values plus an f16 scale.
 const DTypeInfo kTestQ8{"test_q8", DTypeKind::block_quantized, 32, 34};
 
-// Runs fn, expects tempra::Error, and returns its message.
-template <class Fn>
-std::string error_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const tempra::Error& e) {
-    return e.what();
-  } catch (...) {
-    ADD_FAILURE() << "threw something other than tempra::Error";
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
+using tempra::testing::error_message;
 
 TEST(CoreDType, BuiltinNamesSizesAndKinds) {
   struct Row {
