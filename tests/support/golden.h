@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -36,6 +37,9 @@ class GoldenFile {
   std::map<std::string, Array> tensors_;
   std::vector<GoldenCase> cases_;
 };
+
+// How gtest prints a case in test listings: "neural/rope_neox_rank4".
+inline void PrintTo(const GoldenCase& c, std::ostream* out) { *out << c.file << "/" << c.name; }
 
 // Every case of every family (file names without extension), for test parameterization.
 std::vector<GoldenCase> load_all_cases(const std::vector<std::string>& families);
