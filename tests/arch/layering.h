@@ -16,8 +16,9 @@ namespace tempra::arch {
 inline const std::map<std::string, std::set<std::string>>& layer_table() {
   static const std::map<std::string, std::set<std::string>> table{
       {"core", {"core"}},
-      {"backend", {"core", "backend"}},
-      {"ops", {"core", "backend", "ops"}},
+      {"quant", {"core", "quant"}},
+      {"backend", {"core", "quant", "backend"}},
+      {"ops", {"core", "quant", "backend", "ops"}},
       {"typed", {"core", "ops", "typed"}},
   };
   return table;

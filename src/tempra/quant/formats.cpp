@@ -1,0 +1,69 @@
+// tempra/quant/formats.cpp: the traits table.
+#include "tempra/quant/formats.h"
+
+#include <vector>
+
+#include "tempra/quant/reference.h"
+
+namespace tempra::quant {
+namespace {
+
+// Adapts a typed row function to the table's untyped signature.
+template <class Block, void (*Decode)(const Block*, float*, int64_t)>
+void decode_row(const void* blocks, float* out, int64_t k) {
+  Decode(static_cast<const Block*>(blocks), out, k);
+}
+template <class Block, void (*Encode)(const float*, Block*, int64_t)>
+void encode_row(const float* in, void* blocks, int64_t k) {
+  Encode(in, static_cast<Block*>(blocks), k);
+}
+
+template <class Block, void (*Decode)(const Block*, float*, int64_t), void (*Encode)(const float*, Block*, int64_t)>
+QuantFormat row(std::string_view name, int ggml_type) {
+  const DType dtype = register_dtype(DTypeInfo{std::string(name), DTypeKind::block_quantized, kBlock32, sizeof(Block)});
+  return QuantFormat{name, ggml_type, kBlock32, static_cast<int>(sizeof(Block)), dtype,
+                     &decode_row<Block, Decode>, &encode_row<Block, Encode>};
+}
+
+const std::vector<QuantFormat>& table() {
+  static const std::vector<QuantFormat> rows{
+      row<BlockQ4_0, dequantize_row_q4_0, quantize_row_q4_0>("q4_0", 2),
+      row<BlockQ4_1, dequantize_row_q4_1, quantize_row_q4_1>("q4_1", 3),
+      row<BlockQ5_0, dequantize_row_q5_0, quantize_row_q5_0>("q5_0", 6),
+      row<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", 7),
+      row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", 8),
+      row<BlockQ8_1, dequantize_row_q8_1, quantize_row_q8_1>("q8_1", 9),
+  };
+  return rows;
+}
+
+}  // namespace
+
+std::span<const QuantFormat> formats() { return table(); }
+
+const QuantFormat* find_format(DType dtype) {
+  for (const QuantFormat& f : table())
+    if (f.dtype == dtype) return &f;
+  return nullptr;
+}
+
+const QuantFormat* find_format(std::string_view name) {
+  for (const QuantFormat& f : table())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+const QuantFormat* find_format_by_ggml_type(int ggml_type) {
+  for (const QuantFormat& f : table())
+    if (f.ggml_type == ggml_type) return &f;
+  return nullptr;
+}
+
+DType q4_0() { return find_format("q4_0")->dtype; }
+DType q4_1() { return find_format("q4_1")->dtype; }
+DType q5_0() { return find_format("q5_0")->dtype; }
+DType q5_1() { return find_format("q5_1")->dtype; }
+DType q8_0() { return find_format("q8_0")->dtype; }
+DType q8_1() { return find_format("q8_1")->dtype; }
+
+}  // namespace tempra::quant

@@ -1,0 +1,30 @@
+// tempra/quant/reference.h: reference encoders and decoders of the block formats.
+//
+// Contract: quantize_row_<fmt>(x, y, k) encodes k floats (a multiple of the block size) into
+// k / 32 blocks, byte-identical to ggml's quantize_row_<fmt>_ref (tests/quant checks this against
+// the ggml library itself); dequantize_row_<fmt>(y, x, k) decodes bit-exactly as ggml's
+// dequantize_row_<fmt>. Unchecked: callers validate k and the buffers. These are the scalar
+// specification; fast encoders, if any, are held to them.
+#pragma once
+
+#include <cstdint>
+
+#include "tempra/quant/blocks.h"
+
+namespace tempra::quant {
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k);
+void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t k);
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t k);
+void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t k);
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k);
+void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t k);
+
+void dequantize_row_q4_0(const BlockQ4_0* y, float* x, int64_t k);
+void dequantize_row_q4_1(const BlockQ4_1* y, float* x, int64_t k);
+void dequantize_row_q5_0(const BlockQ5_0* y, float* x, int64_t k);
+void dequantize_row_q5_1(const BlockQ5_1* y, float* x, int64_t k);
+void dequantize_row_q8_0(const BlockQ8_0* y, float* x, int64_t k);
+void dequantize_row_q8_1(const BlockQ8_1* y, float* x, int64_t k);
+
+}  // namespace tempra::quant

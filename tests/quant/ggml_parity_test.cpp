@@ -1,0 +1,165 @@
+// tests/quant/ggml_parity_test.cpp: the block formats against ggml itself.
+//
+// The oracle is llama.cpp's libggml-base from npm (tools/oracle). For every format: our encoder's
+// bytes equal ggml's quantize_row_<fmt>_ref on many rows (gaussian, wide dynamic range, zeros,
+// constants, tiny and huge magnitudes, odd block counts), and our decoder's floats equal
+// ggml's dequantize_row_<fmt> bit for bit on random block bytes. The f16 conversions the
+// formats rest on are checked against ggml's too.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ggml-quants.h"
+#include "tempra/core/half.h"
+#include "tempra/quant/blocks.h"
+#include "tempra/quant/formats.h"
+
+namespace tempra::quant {
+namespace {
+
+using GgmlEncode = void (*)(const float*, void*, int64_t);
+using GgmlDecode = void (*)(const void*, float*, int64_t);
+
+struct OracleRow {
+  const char* name;
+  GgmlEncode encode;
+  GgmlDecode decode;  // null: ggml has no decoder for this format (Q8_1 is activation-only)
+};
+
+template <class Block>
+GgmlEncode encoder(void (*f)(const float*, Block*, int64_t)) {
+  return reinterpret_cast<GgmlEncode>(f);
+}
+template <class Block>
+GgmlDecode decoder(void (*f)(const Block*, float*, int64_t)) {
+  return reinterpret_cast<GgmlDecode>(f);
+}
+
+const std::vector<OracleRow>& oracle() {
+  static const std::vector<OracleRow> rows{
+      {"q4_0", encoder(quantize_row_q4_0_ref), decoder(dequantize_row_q4_0)},
+      {"q4_1", encoder(quantize_row_q4_1_ref), decoder(dequantize_row_q4_1)},
+      {"q5_0", encoder(quantize_row_q5_0_ref), decoder(dequantize_row_q5_0)},
+      {"q5_1", encoder(quantize_row_q5_1_ref), decoder(dequantize_row_q5_1)},
+      {"q8_0", encoder(quantize_row_q8_0_ref), decoder(dequantize_row_q8_0)},
+      {"q8_1", encoder(quantize_row_q8_1_ref), nullptr},
+  };
+  return rows;
+}
+
+// Rows that stress the encoders: each kind fills `n` floats from `rng`.
+std::vector<std::vector<float>> test_rows(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> gauss;
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<std::vector<float>> rows;
+  auto make = [&](auto value) {
+    std::vector<float> r(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) r[static_cast<size_t>(i)] = value(i);
+    rows.push_back(std::move(r));
+  };
+  make([&](int64_t) { return gauss(rng); });
+  make([&](int64_t) { return unit(rng) * 1e-3f; });
+  make([&](int64_t i) { return i % 5 == 0 ? 0.0f : gauss(rng); });                     // scattered zeros
+  make([&](int64_t) { return 0.0f; });                                                 // all zeros
+  make([&](int64_t) { return 3.25f; });                                                // constant
+  make([&](int64_t) { return -7.0f; });
+  make([&](int64_t) { return gauss(rng) * std::exp2(static_cast<float>(rng() % 40) - 20.0f); });  // wide range
+  make([&](int64_t) { return gauss(rng) * 6e4f; });                                    // near f16's max
+  make([&](int64_t) { return gauss(rng) * 1e30f; });                                   // scale overflows f16
+  make([&](int64_t) { return gauss(rng) * 1e-7f; });                                   // scale subnormal in f16
+  make([&](int64_t) { return gauss(rng) * 1e-40f; });                                  // f32 subnormals
+  make([&](int64_t i) { return i % 32 == 7 ? 100.0f : unit(rng); });                   // one outlier per block
+  make([&](int64_t i) { return i % 32 == 3 ? -100.0f : unit(rng); });
+  make([&](int64_t i) { return static_cast<float>(i % 17) - 8.0f; });                  // exact grid values
+  return rows;
+}
+
+TEST(GgmlParity, every_format_has_an_oracle_row) {
+  EXPECT_EQ(formats().size(), oracle().size());
+  for (const OracleRow& o : oracle()) EXPECT_NE(find_format(o.name), nullptr) << o.name;
+}
+
+TEST(GgmlParity, encoders_are_byte_identical_to_ggml_reference) {
+  std::mt19937 rng(1234);
+  for (const OracleRow& o : oracle()) {
+    const QuantFormat& f = *find_format(o.name);
+    for (int64_t blocks : {1, 3, 8, 33}) {
+      const int64_t n = blocks * f.block_elems;
+      for (const auto& row : test_rows(n, rng)) {
+        std::vector<uint8_t> ours(static_cast<size_t>(blocks * f.block_bytes), 0xAA);
+        std::vector<uint8_t> theirs(ours.size(), 0x55);
+        f.quantize_row(row.data(), ours.data(), n);
+        o.encode(row.data(), theirs.data(), n);
+        ASSERT_EQ(ours, theirs) << o.name << ", " << blocks << " blocks, first value " << row[0];
+      }
+    }
+  }
+}
+
+TEST(GgmlParity, decoders_are_bit_identical_to_ggml_on_random_blocks) {
+  std::mt19937 rng(99);
+  for (const OracleRow& o : oracle()) {
+    if (!o.decode) continue;
+    const QuantFormat& f = *find_format(o.name);
+    for (int trial = 0; trial < 200; ++trial) {
+      const int64_t blocks = 1 + trial % 9;
+      std::vector<uint8_t> bytes(static_cast<size_t>(blocks * f.block_bytes));
+      for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+      const size_t n = static_cast<size_t>(blocks * f.block_elems);
+      std::vector<float> ours(n), theirs(n);
+      f.dequantize_row(bytes.data(), ours.data(), static_cast<int64_t>(n));
+      o.decode(bytes.data(), theirs.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        if (std::isnan(theirs[i])) {  // random scale bits can be NaN; the payload is not the contract
+          EXPECT_TRUE(std::isnan(ours[i])) << o.name << "[" << i << "]";
+          continue;
+        }
+        ASSERT_EQ(std::bit_cast<uint32_t>(ours[i]), std::bit_cast<uint32_t>(theirs[i]))
+            << o.name << "[" << i << "]: " << ours[i] << " vs " << theirs[i];
+      }
+    }
+  }
+}
+
+TEST(GgmlParity, q8_1_decodes_what_it_encodes_like_q8_0) {
+  // ggml has no Q8_1 decoder to compare with; Q8_1 shares Q8_0's quants and scale.
+  std::mt19937 rng(5);
+  std::normal_distribution<float> gauss;
+  std::vector<float> x(96);
+  for (auto& v : x) v = gauss(rng);
+  std::vector<BlockQ8_1> a(3);
+  std::vector<BlockQ8_0> b(3);
+  find_format("q8_1")->quantize_row(x.data(), a.data(), 96);
+  find_format("q8_0")->quantize_row(x.data(), b.data(), 96);
+  std::vector<float> ya(96), yb(96);
+  find_format("q8_1")->dequantize_row(a.data(), ya.data(), 96);
+  find_format("q8_0")->dequantize_row(b.data(), yb.data(), 96);
+  EXPECT_EQ(ya, yb);
+}
+
+TEST(GgmlParity, f16_to_f32_matches_ggml_for_all_65536_patterns) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float ours = f16_bits_to_f32(static_cast<uint16_t>(h));
+    const float theirs = ggml_fp16_to_fp32(static_cast<ggml_fp16_t>(h));
+    if (std::isnan(theirs)) {
+      EXPECT_TRUE(std::isnan(ours)) << h;
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(ours), std::bit_cast<uint32_t>(theirs)) << "f16 bits " << h;
+  }
+}
+
+TEST(GgmlParity, f32_to_f16_matches_ggml_on_sampled_patterns) {
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4093) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(bits));
+    if (std::isnan(x)) continue;  // NaN payload handling is not part of the contract
+    ASSERT_EQ(f32_to_f16_bits(x), ggml_fp32_to_fp16(x)) << "f32 bits " << bits << " (" << x << ")";
+  }
+}
+
+}  // namespace
+}  // namespace tempra::quant
