@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "tempra/ops/ops.h"
+#include "tempra/quant/formats.h"
 
 namespace tempra {
 namespace {
@@ -78,6 +79,10 @@ TEST(Determinism, cross_entropy_and_random_fills) {
     const Array targets = cast(ctx, mul(ctx, uniform(ctx, {512}), 999.0), DType::i64);
     return concat(ctx, {cross_entropy(ctx, logits, targets).reshape({1}), uniform(ctx, {100000})}, 0);
   });
+}
+
+TEST(Determinism, quantize_rows) {
+  expect_thread_invariant([](ExecContext& ctx) { return quantize(ctx, normal(ctx, {512, 256}), quant::q4_1()); });
 }
 
 }  // namespace

@@ -10,5 +10,6 @@
 #include "tempra/ops/elementwise.h"
 #include "tempra/ops/linalg.h"
 #include "tempra/ops/neural.h"
+#include "tempra/ops/quantize.h"
 #include "tempra/ops/reduce.h"
 #include "tempra/ops/structure.h"

@@ -1,0 +1,99 @@
+// tests/ops/quantize_test.cpp: the quantize/dequantize ops over whole arrays.
+//
+// The row encoders themselves are held to ggml in tests/quant; here the ops must apply them row
+// by row over any input layout, keep the logical shape, reject bad shapes and dtypes, and round
+// trip within the format's resolution.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "support/errors.h"
+#include "tempra/ops/ops.h"
+#include "tempra/quant/formats.h"
+
+namespace tempra {
+namespace {
+
+TEST(Quantize, rows_are_encoded_exactly_as_the_reference_row_encoder) {
+  ExecContext ctx(ExecOptions{.threads = 2});
+  const Array x = normal(ctx, {5, 96});
+  for (const quant::QuantFormat& f : quant::formats()) {
+    const Array q = quantize(ctx, x, f.dtype);
+    EXPECT_EQ(q.shape(), x.shape());
+    EXPECT_EQ(q.dtype(), f.dtype);
+    std::vector<uint8_t> expected(static_cast<size_t>(5 * 3 * f.block_bytes));
+    for (int64_t r = 0; r < 5; ++r) f.quantize_row(x.data<float>() + r * 96, expected.data() + r * 3 * f.block_bytes, 96);
+    ASSERT_EQ(std::memcmp(q.raw_data(), expected.data(), expected.size()), 0) << f.name;
+  }
+}
+
+TEST(Quantize, non_contiguous_and_half_inputs_quantize_like_their_f32_copy) {
+  ExecContext ctx;
+  const Array base = normal(ctx, {64, 6});
+  const Array view = base.transpose(0, 1);  // [6, 64], strided
+  const Array a = quantize(ctx, view, quant::q4_0()), b = quantize(ctx, contiguous(ctx, view), quant::q4_0());
+  EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0);
+  const Array half = cast(ctx, view, DType::bf16);
+  const Array c = quantize(ctx, half, quant::q8_0()), d = quantize(ctx, cast(ctx, half, DType::f32), quant::q8_0());
+  EXPECT_EQ(std::memcmp(c.raw_data(), d.raw_data(), c.nbytes()), 0);
+}
+
+// Per block, with amax the largest magnitude and [lo, hi] the range:
+//   q8_0: step amax / 127, nearest level: error <= step / 2.
+//   q4_1, q5_1: step (hi - lo) / 15 or / 31, nearest level: error <= step / 2.
+//   q4_0, q5_0: step amax / 8 or / 16, and the codes reach only 7 / 8 (15 / 16) of amax on the
+//   side opposite the extreme, so that side can be off by one whole step.
+// Plus the f16 rounding of the scale (and minimum), relative 2^-11 of the value.
+TEST(Quantize, round_trip_error_is_within_the_format_resolution) {
+  ExecContext ctx;
+  const Array x = normal(ctx, {4, 256});
+  const auto original = to_vector<float>(ctx, x);
+  struct Case {
+    const char* name;
+    bool offset;     // q*_1: affine codes over [lo, hi]
+    float divisor;   // step = span / divisor
+    float allowance; // error bound in steps
+  };
+  for (const Case& c : {Case{"q8_0", false, 127, 0.5f}, Case{"q4_1", true, 15, 0.5f}, Case{"q5_1", true, 31, 0.5f},
+                        Case{"q4_0", false, 8, 1.0f}, Case{"q5_0", false, 16, 1.0f}}) {
+    const quant::QuantFormat& f = *quant::find_format(c.name);
+    const auto back = to_vector<float>(ctx, dequantize(ctx, quantize(ctx, x, f.dtype)));
+    for (size_t b = 0; b < original.size() / 32; ++b) {
+      float lo = original[b * 32], hi = lo, amax = 0;
+      for (size_t j = 0; j < 32; ++j) {
+        lo = std::min(lo, original[b * 32 + j]);
+        hi = std::max(hi, original[b * 32 + j]);
+        amax = std::max(amax, std::abs(original[b * 32 + j]));
+      }
+      const float step = (c.offset ? hi - lo : amax) / c.divisor;
+      for (size_t j = 0; j < 32; ++j) {
+        const float want = original[b * 32 + j];
+        ASSERT_LE(std::abs(back[b * 32 + j] - want), c.allowance * step * (1 + 1e-3f) + 1e-3f * (std::abs(want) + std::abs(lo)))
+            << c.name << " block " << b << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(Quantize, rejects_partial_blocks_and_plain_dtypes) {
+  ExecContext ctx;
+  const Array x = normal(ctx, {2, 40});
+  const std::string partial = testing::error_message([&] { quantize(ctx, x, quant::q8_0()); });
+  EXPECT_NE(partial.find("[quantize] the last axis of shape [2, 40] must be a multiple of q8_0's block of 32"),
+            std::string::npos)
+      << partial;
+  const std::string plain = testing::error_message([&] { quantize(ctx, normal(ctx, {32}), DType::f16); });
+  EXPECT_NE(plain.find("f16 is not a block-quantized format"), std::string::npos) << plain;
+  const std::string dense = testing::error_message([&] { dequantize(ctx, x); });
+  EXPECT_NE(dense.find("[dequantize] dtype f32 is not a block-quantized format"), std::string::npos) << dense;
+}
+
+TEST(Quantize, block_dtypes_are_registered_with_ggml_geometry) {
+  EXPECT_EQ(quant::q8_0().name(), "q8_0");
+  EXPECT_TRUE(quant::q8_0().is_block_quantized());
+  EXPECT_EQ(quant::q8_0().bytes_for(64), 68u);
+}
+
+}  // namespace
+}  // namespace tempra
