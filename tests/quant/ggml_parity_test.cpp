@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "ggml-quants.h"
@@ -47,6 +49,12 @@ const std::vector<OracleRow>& oracle() {
       {"q5_1", encoder(quantize_row_q5_1_ref), decoder(dequantize_row_q5_1)},
       {"q8_0", encoder(quantize_row_q8_0_ref), decoder(dequantize_row_q8_0)},
       {"q8_1", encoder(quantize_row_q8_1_ref), nullptr},
+      {"q2_k", encoder(quantize_row_q2_K_ref), decoder(dequantize_row_q2_K)},
+      {"q3_k", encoder(quantize_row_q3_K_ref), decoder(dequantize_row_q3_K)},
+      {"q4_k", encoder(quantize_row_q4_K_ref), decoder(dequantize_row_q4_K)},
+      {"q5_k", encoder(quantize_row_q5_K_ref), decoder(dequantize_row_q5_K)},
+      {"q6_k", encoder(quantize_row_q6_K_ref), decoder(dequantize_row_q6_K)},
+      {"q8_k", encoder(quantize_row_q8_K_ref), decoder(dequantize_row_q8_K)},
   };
   return rows;
 }
@@ -83,15 +91,28 @@ TEST(GgmlParity, every_format_has_an_oracle_row) {
   for (const OracleRow& o : oracle()) EXPECT_NE(find_format(o.name), nullptr) << o.name;
 }
 
+// The formats still without an encoder, written down so that adding one without its parity
+// check, or losing one, fails here.
+TEST(GgmlParity, every_encoder_is_checked_or_listed) {
+  std::vector<std::string> missing;
+  for (const QuantFormat& f : formats())
+    if (!f.quantize_row) missing.emplace_back(f.name);
+  EXPECT_EQ(missing, (std::vector<std::string>{"q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}));
+}
+
 TEST(GgmlParity, encoders_are_byte_identical_to_ggml_reference) {
   std::mt19937 rng(1234);
   for (const OracleRow& o : oracle()) {
     const QuantFormat& f = *find_format(o.name);
+    if (!f.quantize_row) continue;  // encoder not written yet: see every_encoder_is_checked_or_listed
+    // Distinct fill bytes catch a field either side leaves unwritten, except for Q8_K, whose
+    // ggml encoder leaves bsums unwritten on all-zero blocks: both sides start from zeros there.
+    const bool same_fill = std::string_view(o.name) == "q8_k";
     for (int64_t blocks : {1, 3, 8, 33}) {
       const int64_t n = blocks * f.block_elems;
       for (const auto& row : test_rows(n, rng)) {
-        std::vector<uint8_t> ours(static_cast<size_t>(blocks * f.block_bytes), 0xAA);
-        std::vector<uint8_t> theirs(ours.size(), 0x55);
+        std::vector<uint8_t> ours(static_cast<size_t>(blocks * f.block_bytes), same_fill ? 0 : 0xAA);
+        std::vector<uint8_t> theirs(ours.size(), same_fill ? 0 : 0x55);
         f.quantize_row(row.data(), ours.data(), n);
         o.encode(row.data(), theirs.data(), n);
         ASSERT_EQ(ours, theirs) << o.name << ", " << blocks << " blocks, first value " << row[0];

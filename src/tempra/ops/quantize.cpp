@@ -24,6 +24,7 @@ void require_whole_blocks(const Dims& shape, const quant::QuantFormat& f, const 
 Array quantize(ExecContext& ctx, const Array& x, DType format) {
   detail::require_float(x, "quantize");
   const quant::QuantFormat& f = require_format(format, "quantize");
+  check(f.quantize_row != nullptr, "quantize", "encoding to ", f.name, " is not implemented yet (decoding is)");
   require_whole_blocks(x.shape(), f, "quantize");
   const Array in = contiguous(ctx, cast(ctx, x, DType::f32));
   Array out = Array::empty(ctx, x.shape(), format);

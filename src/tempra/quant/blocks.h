@@ -56,4 +56,63 @@ struct BlockQ8_1 {
 };
 static_assert(sizeof(BlockQ8_1) == 36, "Q8_1 block must be 36 bytes");
 
+// ---- K-quants: super-blocks of 256 elements ----
+
+inline constexpr int kSuperBlock = 256;
+inline constexpr int kScaleBytesK = 12;  // 8 six-bit scales and 8 six-bit mins, packed
+
+// 16 sub-blocks of 16: value = d * scale_s * q - dmin * min_s, 2-bit q, 4-bit scale and min.
+struct BlockQ2_K {
+  uint8_t scales[kSuperBlock / 16];  // low nibble: scale, high nibble: min
+  uint8_t qs[kSuperBlock / 4];
+  f16_t d;
+  f16_t dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84, "Q2_K block must be 84 bytes");
+
+// 16 sub-blocks of 16: value = d * (scale_s - 32) * (q - 4 * !high_bit), 6-bit scales.
+struct BlockQ3_K {
+  uint8_t hmask[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 4];
+  uint8_t scales[kScaleBytesK];
+  f16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110, "Q3_K block must be 110 bytes");
+
+// 8 sub-blocks of 32: value = d * scale_s * q - dmin * min_s, 4-bit q, 6-bit scale and min.
+struct BlockQ4_K {
+  f16_t d;
+  f16_t dmin;
+  uint8_t scales[kScaleBytesK];
+  uint8_t qs[kSuperBlock / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "Q4_K block must be 144 bytes");
+
+// As Q4_K with a fifth bit per quant in qh.
+struct BlockQ5_K {
+  f16_t d;
+  f16_t dmin;
+  uint8_t scales[kScaleBytesK];
+  uint8_t qh[kSuperBlock / 8];
+  uint8_t qs[kSuperBlock / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "Q5_K block must be 176 bytes");
+
+// 16 sub-blocks of 16: value = d * scale_s * (q - 32), 6-bit q (4 low in ql, 2 high in qh).
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlock / 2];
+  uint8_t qh[kSuperBlock / 4];
+  int8_t scales[kSuperBlock / 16];
+  f16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210, "Q6_K block must be 210 bytes");
+
+// The activation partner of the K-quants: f32 scale, 8-bit quants, sums of each 16 quants.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuperBlock];
+  int16_t bsums[kSuperBlock / 16];
+};
+static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block must be 292 bytes");
+
 }  // namespace tempra::quant

@@ -19,20 +19,29 @@ void encode_row(const float* in, void* blocks, int64_t k) {
 }
 
 template <class Block, void (*Decode)(const Block*, float*, int64_t), void (*Encode)(const float*, Block*, int64_t)>
-QuantFormat row(std::string_view name, int ggml_type) {
-  const DType dtype = register_dtype(DTypeInfo{std::string(name), DTypeKind::block_quantized, kBlock32, sizeof(Block)});
-  return QuantFormat{name, ggml_type, kBlock32, static_cast<int>(sizeof(Block)), dtype,
-                     &decode_row<Block, Decode>, &encode_row<Block, Encode>};
+QuantFormat row(std::string_view name, int ggml_type, int block_elems) {
+  const DType dtype = register_dtype(
+      DTypeInfo{std::string(name), DTypeKind::block_quantized, static_cast<size_t>(block_elems), sizeof(Block)});
+  void (*encode)(const float*, void*, int64_t) = nullptr;
+  if constexpr (Encode != nullptr) encode = &encode_row<Block, Encode>;
+  return QuantFormat{name, ggml_type, block_elems, static_cast<int>(sizeof(Block)), dtype, &decode_row<Block, Decode>,
+                     encode};
 }
 
 const std::vector<QuantFormat>& table() {
   static const std::vector<QuantFormat> rows{
-      row<BlockQ4_0, dequantize_row_q4_0, quantize_row_q4_0>("q4_0", 2),
-      row<BlockQ4_1, dequantize_row_q4_1, quantize_row_q4_1>("q4_1", 3),
-      row<BlockQ5_0, dequantize_row_q5_0, quantize_row_q5_0>("q5_0", 6),
-      row<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", 7),
-      row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", 8),
-      row<BlockQ8_1, dequantize_row_q8_1, quantize_row_q8_1>("q8_1", 9),
+      row<BlockQ4_0, dequantize_row_q4_0, quantize_row_q4_0>("q4_0", 2, kBlock32),
+      row<BlockQ4_1, dequantize_row_q4_1, quantize_row_q4_1>("q4_1", 3, kBlock32),
+      row<BlockQ5_0, dequantize_row_q5_0, quantize_row_q5_0>("q5_0", 6, kBlock32),
+      row<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", 7, kBlock32),
+      row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", 8, kBlock32),
+      row<BlockQ8_1, dequantize_row_q8_1, quantize_row_q8_1>("q8_1", 9, kBlock32),
+      row<BlockQ2_K, dequantize_row_q2_k, nullptr>("q2_k", 10, kSuperBlock),
+      row<BlockQ3_K, dequantize_row_q3_k, nullptr>("q3_k", 11, kSuperBlock),
+      row<BlockQ4_K, dequantize_row_q4_k, nullptr>("q4_k", 12, kSuperBlock),
+      row<BlockQ5_K, dequantize_row_q5_k, nullptr>("q5_k", 13, kSuperBlock),
+      row<BlockQ6_K, dequantize_row_q6_k, nullptr>("q6_k", 14, kSuperBlock),
+      row<BlockQ8_K, dequantize_row_q8_k, quantize_row_q8_k>("q8_k", 15, kSuperBlock),
   };
   return rows;
 }

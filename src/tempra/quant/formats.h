@@ -21,7 +21,8 @@ struct QuantFormat {
   int block_elems;
   int block_bytes;
   DType dtype;
-  // Decodes / encodes k elements (a multiple of block_elems); unchecked.
+  // Decodes / encodes k elements (a multiple of block_elems); unchecked. quantize_row is null
+  // for formats whose encoder is not written yet (Q2_K ... Q6_K).
   void (*dequantize_row)(const void* blocks, float* out, int64_t k);
   void (*quantize_row)(const float* in, void* blocks, int64_t k);
 };

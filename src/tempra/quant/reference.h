@@ -1,7 +1,7 @@
 // tempra/quant/reference.h: reference encoders and decoders of the block formats.
 //
 // Contract: quantize_row_<fmt>(x, y, k) encodes k floats (a multiple of the block size) into
-// k / 32 blocks, byte-identical to ggml's quantize_row_<fmt>_ref (tests/quant checks this against
+// k / 32 blocks (k / 256 super-blocks for the K-quants), byte-identical to ggml's quantize_row_<fmt>_ref (tests/quant checks this against
 // the ggml library itself); dequantize_row_<fmt>(y, x, k) decodes bit-exactly as ggml's
 // dequantize_row_<fmt>. Unchecked: callers validate k and the buffers. These are the scalar
 // specification; fast encoders, if any, are held to them.
@@ -26,5 +26,16 @@ void dequantize_row_q5_0(const BlockQ5_0* y, float* x, int64_t k);
 void dequantize_row_q5_1(const BlockQ5_1* y, float* x, int64_t k);
 void dequantize_row_q8_0(const BlockQ8_0* y, float* x, int64_t k);
 void dequantize_row_q8_1(const BlockQ8_1* y, float* x, int64_t k);
+
+// K-quants (k a multiple of 256). Only Q8_K has an encoder so far; the other K encoders
+// (ggml's iterative scale searches) are still to come.
+void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t k);
+
+void dequantize_row_q2_k(const BlockQ2_K* y, float* x, int64_t k);
+void dequantize_row_q3_k(const BlockQ3_K* y, float* x, int64_t k);
+void dequantize_row_q4_k(const BlockQ4_K* y, float* x, int64_t k);
+void dequantize_row_q5_k(const BlockQ5_K* y, float* x, int64_t k);
+void dequantize_row_q6_k(const BlockQ6_K* y, float* x, int64_t k);
+void dequantize_row_q8_k(const BlockQ8_K* y, float* x, int64_t k);
 
 }  // namespace tempra::quant
