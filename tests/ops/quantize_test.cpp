@@ -83,6 +83,30 @@ TEST(Quantize, round_trip_error_is_within_the_format_resolution) {
   }
 }
 
+// Relative RMS error of a gaussian round trip, per format: fewer bits, larger error, each
+// within the published ballpark of its bits per weight (each bound is 1.5 to 2 times what we
+// measured, 2026-11-30: 0.30, 0.15, 0.072, 0.036, 0.018, 0.0069).
+TEST(Quantize, k_quant_round_trip_error_shrinks_with_bits) {
+  ExecContext ctx;
+  const Array x = normal(ctx, {16, 1024});
+  const auto original = to_vector<float>(ctx, x);
+  double previous = 1.0;
+  for (auto [name, bound] : {std::pair{"q2_k", 0.60}, std::pair{"q3_k", 0.30}, std::pair{"q4_k", 0.15},
+                             std::pair{"q5_k", 0.075}, std::pair{"q6_k", 0.04}, std::pair{"q8_k", 0.01}}) {
+    const auto back = to_vector<float>(ctx, dequantize(ctx, quantize(ctx, x, quant::find_format(name)->dtype)));
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < original.size(); ++i) {
+      err += (back[i] - original[i]) * (back[i] - original[i]);
+      norm += original[i] * original[i];
+    }
+    const double relative = std::sqrt(err / norm);
+    std::printf("%s relative rms error %.4f\n", name, relative);
+    EXPECT_LT(relative, bound) << name;
+    EXPECT_LT(relative, previous) << name << " should beat the format with fewer bits";
+    previous = relative;
+  }
+}
+
 TEST(Quantize, rejects_partial_blocks_and_plain_dtypes) {
   ExecContext ctx;
   const Array x = normal(ctx, {2, 40});
@@ -92,8 +116,6 @@ TEST(Quantize, rejects_partial_blocks_and_plain_dtypes) {
       << partial;
   const std::string plain = testing::error_message([&] { quantize(ctx, normal(ctx, {32}), DType::f16); });
   EXPECT_NE(plain.find("f16 is not a block-quantized format"), std::string::npos) << plain;
-  const std::string missing = testing::error_message([&] { quantize(ctx, normal(ctx, {256}), quant::find_format("q4_k")->dtype); });
-  EXPECT_NE(missing.find("encoding to q4_k is not implemented yet"), std::string::npos) << missing;
   const std::string dense = testing::error_message([&] { dequantize(ctx, x); });
   EXPECT_NE(dense.find("[dequantize] dtype f32 is not a block-quantized format"), std::string::npos) << dense;
 }

@@ -36,11 +36,11 @@ const std::vector<QuantFormat>& table() {
       row<BlockQ5_1, dequantize_row_q5_1, quantize_row_q5_1>("q5_1", 7, kBlock32),
       row<BlockQ8_0, dequantize_row_q8_0, quantize_row_q8_0>("q8_0", 8, kBlock32),
       row<BlockQ8_1, dequantize_row_q8_1, quantize_row_q8_1>("q8_1", 9, kBlock32),
-      row<BlockQ2_K, dequantize_row_q2_k, nullptr>("q2_k", 10, kSuperBlock),
-      row<BlockQ3_K, dequantize_row_q3_k, nullptr>("q3_k", 11, kSuperBlock),
-      row<BlockQ4_K, dequantize_row_q4_k, nullptr>("q4_k", 12, kSuperBlock),
-      row<BlockQ5_K, dequantize_row_q5_k, nullptr>("q5_k", 13, kSuperBlock),
-      row<BlockQ6_K, dequantize_row_q6_k, nullptr>("q6_k", 14, kSuperBlock),
+      row<BlockQ2_K, dequantize_row_q2_k, quantize_row_q2_k>("q2_k", 10, kSuperBlock),
+      row<BlockQ3_K, dequantize_row_q3_k, quantize_row_q3_k>("q3_k", 11, kSuperBlock),
+      row<BlockQ4_K, dequantize_row_q4_k, quantize_row_q4_k>("q4_k", 12, kSuperBlock),
+      row<BlockQ5_K, dequantize_row_q5_k, quantize_row_q5_k>("q5_k", 13, kSuperBlock),
+      row<BlockQ6_K, dequantize_row_q6_k, quantize_row_q6_k>("q6_k", 14, kSuperBlock),
       row<BlockQ8_K, dequantize_row_q8_k, quantize_row_q8_k>("q8_k", 15, kSuperBlock),
   };
   return rows;

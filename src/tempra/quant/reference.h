@@ -27,8 +27,12 @@ void dequantize_row_q5_1(const BlockQ5_1* y, float* x, int64_t k);
 void dequantize_row_q8_0(const BlockQ8_0* y, float* x, int64_t k);
 void dequantize_row_q8_1(const BlockQ8_1* y, float* x, int64_t k);
 
-// K-quants (k a multiple of 256). Only Q8_K has an encoder so far; the other K encoders
-// (ggml's iterative scale searches) are still to come.
+// K-quants (k a multiple of 256).
+void quantize_row_q2_k(const float* x, BlockQ2_K* y, int64_t k);
+void quantize_row_q3_k(const float* x, BlockQ3_K* y, int64_t k);
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, int64_t k);
+void quantize_row_q5_k(const float* x, BlockQ5_K* y, int64_t k);
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, int64_t k);
 void quantize_row_q8_k(const float* x, BlockQ8_K* y, int64_t k);
 
 void dequantize_row_q2_k(const BlockQ2_K* y, float* x, int64_t k);
