@@ -1,0 +1,28 @@
+// tempra/backend/quant_dot.h: dot products of quantized rows, the way ggml computes them.
+//
+// A quantized matmul never dequantizes its weights: each activation row is quantized to the
+// weight format's partner (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants),
+// then every block contributes an exact integer dot product scaled by the two blocks' scales.
+// The scalar kernels here are the specification: bit-identical to ggml's *_generic vec_dot
+// functions (tests/backend/quant_dot_test.cpp checks against them), so the integer sums are
+// exact and the float accumulation follows ggml's order. Native arms must match the integer
+// sums bitwise.
+#pragma once
+
+#include <cstdint>
+
+#include "tempra/core/dtype.h"
+
+namespace tempra {
+
+struct QuantDot {
+  DType weight;
+  DType activation;  // the partner format activations are quantized to
+  // sum over n elements of weight_row * activation_row; n a multiple of the block size.
+  float (*dot)(int64_t n, const void* weight_row, const void* activation_row);
+};
+
+// The dot for rows of `weight`, or null when the format has none (yet).
+const QuantDot* find_quant_dot(DType weight);
+
+}  // namespace tempra

@@ -1,0 +1,258 @@
+// tempra/backend/scalar/quant_dot.cpp: the scalar quantized dot products.
+//
+// Each follows ggml's generic kernel (ggml-cpu/quants.c) in what it adds and in what order:
+// - 32-element formats: an exact integer sum per block, then one float term per block with
+//   ggml's grouping of the scale products (which differs between formats, so it is spelled out).
+// - K-quants: per super-block, exact integer sums in eight lanes (lane = element index mod 8,
+//   each element weighted by its sub-block scale), then sums[lane] += d * lane_sum across
+//   super-blocks, the mins term subtracted per super-block, and the eight lanes added last.
+// Compiled with -ffp-contract=off so no multiply-add is fused.
+#include <cstring>
+
+#include "tempra/backend/quant_dot.h"
+#include "tempra/quant/blocks.h"
+#include "tempra/quant/formats.h"
+
+namespace tempra {
+namespace {
+
+using namespace tempra::quant;
+
+constexpr int kHalf = kBlock32 / 2;
+
+// A 32-element block keeps element j in the low nibble of qs[j] and element j + 16 in its high
+// nibble (plus, for Q5, bits j and j + 16 of qh as fifth bits); the loops below walk the 16
+// bytes and take both elements of each. (Written this way on purpose: selecting the source byte
+// with j < 16 ? ... : ... inside one 32-step loop was miscompiled by g++ 12 with
+// -march=native, -O2 and -O3, AVX-512 masked loads; tests/backend/quant_dot_test.cpp caught it.)
+inline uint32_t fifth_bits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof bits);
+  return bits;
+}
+inline int low_code(const uint8_t* qs, uint32_t qh, int j) { return (qs[j] & 0x0F) | static_cast<int>(((qh >> j) & 1u) << 4); }
+inline int high_code(const uint8_t* qs, uint32_t qh, int j) {
+  return (qs[j] >> 4) | static_cast<int>(((qh >> (j + kHalf)) & 1u) << 4);
+}
+
+// sum_j code(j) * a(j) + offset * sum_j a(j) over one block, exact in int.
+template <class CodeBlock>
+int block_sum(const CodeBlock& x, const int8_t* a, uint32_t qh, int offset) {
+  int s = 0;
+  for (int j = 0; j < kHalf; ++j) {
+    s += (low_code(x.qs, qh, j) + offset) * a[j];
+    s += (high_code(x.qs, qh, j) + offset) * a[j + kHalf];
+  }
+  return s;
+}
+
+float dot_q4_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const int s = block_sum(x[b], y[b].qs, 0, -8);
+    sum += static_cast<float>(s) * to_f32(x[b].d) * to_f32(y[b].d);
+  }
+  return sum;
+}
+
+float dot_q4_1(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const int s = block_sum(x[b], y[b].qs, 0, 0);
+    // The minimum folds in through the activation block's precomputed d * sum(q).
+    sum += (to_f32(x[b].d) * to_f32(y[b].d)) * static_cast<float>(s) + to_f32(x[b].m) * to_f32(y[b].s);
+  }
+  return sum;
+}
+
+float dot_q5_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const int s = block_sum(x[b], y[b].qs, fifth_bits(x[b].qh), -16);
+    sum += (to_f32(x[b].d) * to_f32(y[b].d)) * static_cast<float>(s);
+  }
+  return sum;
+}
+
+float dot_q5_1(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const int s = block_sum(x[b], y[b].qs, fifth_bits(x[b].qh), 0);
+    sum += (to_f32(x[b].d) * to_f32(y[b].d)) * static_cast<float>(s) + to_f32(x[b].m) * to_f32(y[b].s);
+  }
+  return sum;
+}
+
+float dot_q8_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ8_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    int s = 0;
+    for (int j = 0; j < kBlock32; ++j) s += x[b].qs[j] * y[b].qs[j];
+    sum += static_cast<float>(s) * (to_f32(x[b].d) * to_f32(y[b].d));
+  }
+  return sum;
+}
+
+// ---- K-quants ----
+
+// The eight-lane float accumulation shared by Q3_K, Q4_K, Q5_K and Q6_K (see the file header).
+struct LaneSums {
+  float sums[8] = {};
+  float total = 0;
+  void add_super_block(float d, const int32_t* lanes) {
+    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
+  }
+  float finish() {
+    for (int l = 0; l < 8; ++l) total += sums[l];
+    return total;
+  }
+};
+
+// lanes[e % 8] += scale(e) * codes[e] * q8[e] over one super-block; scale_of(e) picks the
+// sub-block scale of element e.
+template <class ScaleOf>
+void lane_dot(const int8_t* codes, const int8_t* q8, ScaleOf scale_of, int32_t* lanes) {
+  for (int l = 0; l < 8; ++l) lanes[l] = 0;
+  for (int e = 0; e < kSuperBlock; ++e) lanes[e % 8] += scale_of(e) * (codes[e] * q8[e]);
+}
+
+// Q4_K/Q5_K's eight 6-bit scales and mins (the same unpacking as the decoder's).
+void scales_mins_k4(const uint8_t* q, int* scales, int* mins) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      scales[j] = q[j] & 63;
+      mins[j] = q[j + 4] & 63;
+    } else {
+      scales[j] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+      mins[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
+  }
+}
+
+float dot_q2_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ2_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    int mins = 0;
+    for (int j = 0; j < 16; ++j) mins += y[b].bsums[j] * (x[b].scales[j] >> 4);
+    int s = 0;
+    for (int e = 0; e < kSuperBlock; ++e) {
+      const int half = e / 128, plane = (e % 128) / 32, lane = e % 32;
+      const int q = (x[b].qs[half * 32 + lane] >> (2 * plane)) & 3;
+      s += (x[b].scales[e / 16] & 0xF) * (y[b].qs[e] * q);
+    }
+    const float dall = y[b].d * to_f32(x[b].d), dmin = y[b].d * to_f32(x[b].dmin);
+    sum += dall * static_cast<float>(s) - dmin * static_cast<float>(mins);
+  }
+  return sum;
+}
+
+float dot_q3_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ3_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  LaneSums acc;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    int8_t codes[kSuperBlock];
+    for (int e = 0; e < kSuperBlock; ++e) {
+      const int half = e / 128, plane = (e % 128) / 32, lane = e % 32;
+      const int low = (x[b].qs[half * 32 + lane] >> (2 * plane)) & 3;
+      const bool high = x[b].hmask[lane] & (1u << (half * 4 + plane));
+      codes[e] = static_cast<int8_t>(low - (high ? 0 : 4));
+    }
+    int scales[16];
+    for (int s = 0; s < 16; ++s) {
+      const int low = s < 8 ? x[b].scales[s] & 0xF : x[b].scales[s - 8] >> 4;
+      const int high = (x[b].scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+      scales[s] = (low | (high << 4)) - 32;
+    }
+    int32_t lanes[8];
+    lane_dot(codes, y[b].qs, [&](int e) { return scales[e / 16]; }, lanes);
+    acc.add_super_block(to_f32(x[b].d) * y[b].d, lanes);
+  }
+  return acc.finish();
+}
+
+template <bool kFifthBit, class Block>
+float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
+  LaneSums acc;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    int8_t codes[kSuperBlock];
+    for (int s = 0; s < 8; ++s) {
+      const uint8_t* q = x[b].qs + 32 * (s / 2);
+      for (int l = 0; l < 32; ++l) {
+        int code = s % 2 ? q[l] >> 4 : q[l] & 0xF;
+        if constexpr (kFifthBit) code += ((x[b].qh[l] >> s) & 1) << 4;
+        codes[32 * s + l] = static_cast<int8_t>(code);
+      }
+    }
+    int scales[8], mins[8];
+    scales_mins_k4(x[b].scales, scales, mins);
+    int min_sum = 0;
+    for (int j = 0; j < 16; ++j) min_sum += y[b].bsums[j] * mins[j / 2];
+    int32_t lanes[8];
+    lane_dot(codes, y[b].qs, [&](int e) { return scales[e / 32]; }, lanes);
+    acc.add_super_block(to_f32(x[b].d) * y[b].d, lanes);
+    acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(min_sum);
+  }
+  return acc.finish();
+}
+
+float dot_q4_k(int64_t n, const void* w, const void* a) {
+  return dot_q45_k<false>(n, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
+}
+float dot_q5_k(int64_t n, const void* w, const void* a) {
+  return dot_q45_k<true>(n, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
+}
+
+float dot_q6_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  LaneSums acc;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    int8_t codes[kSuperBlock];
+    for (int e = 0; e < kSuperBlock; ++e) {
+      const int half = e / 128, quarter = (e % 128) / 32, lane = e % 32;
+      const uint8_t ql = x[b].ql[64 * half + lane + 32 * (quarter % 2)];
+      const int low = quarter < 2 ? ql & 0xF : ql >> 4;
+      const int high = (x[b].qh[32 * half + lane] >> (2 * quarter)) & 3;
+      codes[e] = static_cast<int8_t>((low | (high << 4)) - 32);
+    }
+    int32_t lanes[8];
+    lane_dot(codes, y[b].qs, [&](int e) { return static_cast<int>(x[b].scales[e / 16]); }, lanes);
+    acc.add_super_block(to_f32(x[b].d) * y[b].d, lanes);
+  }
+  return acc.finish();
+}
+
+}  // namespace
+
+const QuantDot* find_quant_dot(DType weight) {
+  static const QuantDot table[] = {
+      {q4_0(), q8_0(), &dot_q4_0},
+      {q4_1(), q8_1(), &dot_q4_1},
+      {q5_0(), q8_0(), &dot_q5_0},
+      {q5_1(), q8_1(), &dot_q5_1},
+      {q8_0(), q8_0(), &dot_q8_0},
+      {find_format("q2_k")->dtype, find_format("q8_k")->dtype, &dot_q2_k},
+      {find_format("q3_k")->dtype, find_format("q8_k")->dtype, &dot_q3_k},
+      {find_format("q4_k")->dtype, find_format("q8_k")->dtype, &dot_q4_k},
+      {find_format("q5_k")->dtype, find_format("q8_k")->dtype, &dot_q5_k},
+      {find_format("q6_k")->dtype, find_format("q8_k")->dtype, &dot_q6_k},
+  };
+  for (const QuantDot& d : table)
+    if (d.weight == weight) return &d;
+  return nullptr;
+}
+
+}  // namespace tempra

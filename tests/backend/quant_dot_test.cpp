@@ -1,0 +1,111 @@
+// tests/backend/quant_dot_test.cpp: the scalar quantized dots against ggml's generic kernels.
+//
+// ggml's CPU backend (libggml-cpu-x64.so from the oracle) exports ggml_vec_dot_<w>_<a>_generic,
+// the scalar kernels its SIMD arms are written against. Ours must return the same float, bit
+// for bit, on random weight rows encoded by the reference encoders and activation rows in the
+// partner format, for several row lengths.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tempra/backend/quant_dot.h"
+#include "tempra/quant/formats.h"
+
+extern "C" {
+// From ggml-cpu/quants.h (an internal header of the CPU backend); the signature of every vec_dot.
+using ggml_vec_dot_t = void (*)(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by,
+                                int nrc);
+void ggml_vec_dot_q4_0_q8_0_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q4_1_q8_1_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q5_0_q8_0_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q5_1_q8_1_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q8_0_q8_0_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q2_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q3_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q4_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q5_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q6_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_cpu_init(void);  // fills the f16 -> f32 table the generic kernels read
+}
+
+namespace tempra {
+namespace {
+
+struct OracleDot {
+  const char* weight;
+  ggml_vec_dot_t generic;
+};
+
+const OracleDot kOracle[] = {
+    {"q4_0", ggml_vec_dot_q4_0_q8_0_generic}, {"q4_1", ggml_vec_dot_q4_1_q8_1_generic},
+    {"q5_0", ggml_vec_dot_q5_0_q8_0_generic}, {"q5_1", ggml_vec_dot_q5_1_q8_1_generic},
+    {"q8_0", ggml_vec_dot_q8_0_q8_0_generic}, {"q2_k", ggml_vec_dot_q2_K_q8_K_generic},
+    {"q3_k", ggml_vec_dot_q3_K_q8_K_generic}, {"q4_k", ggml_vec_dot_q4_K_q8_K_generic},
+    {"q5_k", ggml_vec_dot_q5_K_q8_K_generic}, {"q6_k", ggml_vec_dot_q6_K_q8_K_generic},
+};
+
+std::vector<uint8_t> encode(const quant::QuantFormat& f, const std::vector<float>& x) {
+  std::vector<uint8_t> out(x.size() / static_cast<size_t>(f.block_elems) * static_cast<size_t>(f.block_bytes));
+  f.quantize_row(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  return out;
+}
+
+TEST(QuantDot, scalar_dots_are_bit_identical_to_ggml_generic_kernels) {
+  ggml_cpu_init();
+  std::mt19937 rng(2024);
+  std::normal_distribution<float> gauss;
+  for (const OracleDot& o : kOracle) {
+    const quant::QuantFormat& wf = *quant::find_format(o.weight);
+    const QuantDot* dot = find_quant_dot(wf.dtype);
+    ASSERT_NE(dot, nullptr) << o.weight;
+    const quant::QuantFormat& af = *quant::find_format(dot->activation);
+    for (int64_t blocks : {1, 2, 5, 16}) {
+      const int64_t n = blocks * std::max(wf.block_elems, af.block_elems);
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<float> w(static_cast<size_t>(n)), a(static_cast<size_t>(n));
+        const float spread = std::exp2(static_cast<float>(trial % 7) - 3.0f);
+        for (auto& v : w) v = gauss(rng) * spread;
+        for (auto& v : a) v = gauss(rng) * (trial % 2 ? 10.0f : 0.1f);
+        if (trial == 3) std::fill(a.begin(), a.begin() + n / 2, 0.0f);  // zero activation blocks
+        const auto wq = encode(wf, w), aq = encode(af, a);
+        const float ours = dot->dot(n, wq.data(), aq.data());
+        float theirs = 0;
+        o.generic(static_cast<int>(n), &theirs, 0, wq.data(), 0, aq.data(), 0, 1);
+        ASSERT_EQ(std::bit_cast<uint32_t>(ours), std::bit_cast<uint32_t>(theirs))
+            << o.weight << " n=" << n << " trial " << trial << ": " << ours << " vs " << theirs;
+      }
+    }
+  }
+}
+
+TEST(QuantDot, dot_approximates_the_float_dot_of_the_decoded_rows) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss;
+  for (const OracleDot& o : kOracle) {
+    const quant::QuantFormat& wf = *quant::find_format(o.weight);
+    const QuantDot* dot = find_quant_dot(wf.dtype);
+    const quant::QuantFormat& af = *quant::find_format(dot->activation);
+    const int64_t n = 1024;
+    std::vector<float> w(n), a(n);
+    for (auto& v : w) v = gauss(rng);
+    for (auto& v : a) v = gauss(rng);
+    const auto wq = encode(wf, w), aq = encode(af, a);
+    std::vector<float> wd(n), ad(n);
+    wf.dequantize_row(wq.data(), wd.data(), n);
+    af.dequantize_row(aq.data(), ad.data(), n);
+    double reference = 0, magnitude = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      reference += static_cast<double>(wd[i]) * ad[i];
+      magnitude += std::abs(static_cast<double>(wd[i]) * ad[i]);
+    }
+    // The same products in another order, plus f16 rounding of Q8_1's d * sum(q) term.
+    EXPECT_NEAR(dot->dot(n, wq.data(), aq.data()), reference, 1e-4 * magnitude) << o.weight;
+  }
+}
+
+}  // namespace
+}  // namespace tempra
