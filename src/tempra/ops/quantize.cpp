@@ -1,8 +1,11 @@
 // tempra/ops/quantize.cpp
 #include "tempra/ops/quantize.h"
 
+#include "tempra/backend/quant_dot.h"
+
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
+#include <string>
 #include "tempra/quant/formats.h"
 
 namespace tempra {
@@ -49,6 +52,34 @@ Array dequantize(ExecContext& ctx, const Array& q) {
   float* dst = out.data<float>();
   ctx.threads().parallel_for(rows, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
     for (int64_t r = first; r < last; ++r) f.dequantize_row(src + r * row_bytes, dst + r * k, k);
+  });
+  return out;
+}
+
+Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w) {
+  detail::require_float(x, "matmul_quantized", "activations");
+  check(w.defined() && w.rank() == 2, "matmul_quantized", "weights must be [n, k], got ",
+        w.defined() ? to_string(w.shape()) : std::string("an empty array"));
+  const QuantDot* dot = find_quant_dot(w.dtype());
+  check(dot != nullptr, "matmul_quantized", "no quantized dot product for weights of dtype ", w.dtype().name());
+  check(x.rank() >= 1 && x.dim(-1) == w.dim(1), "matmul_quantized", "activations ", x.shape(),
+        " do not match weights ", w.shape(), " (", w.dtype().name(), ") on k");
+  const int64_t k = w.dim(1), n = w.dim(0), rows = k ? x.numel() / k : 0;
+  const Array xq = quantize(ctx, x, dot->activation);  // checks k against the partner's block
+  Dims out_shape = x.shape();
+  out_shape[out_shape.size() - 1] = n;
+  Array out = Array::empty(ctx, out_shape, DType::f32);
+  const auto* wp = static_cast<const uint8_t*>(w.raw_data());
+  const auto* xp = static_cast<const uint8_t*>(xq.raw_data());
+  const size_t w_row = w.dtype().bytes_for(k), x_row = dot->activation.bytes_for(k);
+  float* y = out.data<float>();
+  // One output element per index: each is one dot product with one owner, so any split of the
+  // work gives the same bits.
+  ctx.threads().parallel_for(rows * n, 1 + 4096 / (k + 1), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const int64_t r = i / n, j = i % n;
+      y[i] = dot->dot(k, wp + static_cast<size_t>(j) * w_row, xp + static_cast<size_t>(r) * x_row);
+    }
   });
   return out;
 }

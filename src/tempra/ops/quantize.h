@@ -16,4 +16,9 @@ Array quantize(ExecContext& ctx, const Array& x, DType format);
 // q: a block-quantized array; returns contiguous f32 of the same shape.
 Array dequantize(ExecContext& ctx, const Array& q);
 
+// y = x . w^T with w quantized, the way ggml multiplies: x [..., k] (floating) is quantized row
+// by row to w's partner format, then y[..., j] = dot(w[j], x_row) with the format's integer dot
+// product. w is [n, k] (ggml's weight layout, one output per row). Returns f32 [..., n].
+Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w);
+
 }  // namespace tempra
