@@ -107,5 +107,38 @@ TEST(QuantDot, dot_approximates_the_float_dot_of_the_decoded_rows) {
   }
 }
 
+// The native arms must return exactly the scalar arm's float (same integer sums, same float
+// order), on rows with every code value and on odd block counts.
+TEST(QuantDot, native_arms_are_bit_identical_to_scalar) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> gauss;
+  int compared = 0;
+  for (const quant::QuantFormat& wf : quant::formats()) {
+    const QuantDot* native = find_quant_dot(wf.dtype, Backend::native);
+    const QuantDot* scalar = find_quant_dot(wf.dtype, Backend::scalar);
+    if (!native || native == scalar) continue;
+    ++compared;
+    const quant::QuantFormat& af = *quant::find_format(native->activation);
+    for (int64_t blocks : {1, 3, 7, 64}) {
+      const int64_t n = blocks * wf.block_elems;
+      for (int trial = 0; trial < 50; ++trial) {
+        std::vector<float> w(static_cast<size_t>(n)), a(static_cast<size_t>(n));
+        for (auto& v : w) v = gauss(rng) * (trial % 3 ? 1.0f : 1e3f);
+        for (auto& v : a) v = gauss(rng);
+        if (trial == 1) std::fill(w.begin(), w.end(), 0.0f);
+        const auto wq = encode(wf, w), aq = encode(af, a);
+        ASSERT_EQ(std::bit_cast<uint32_t>(native->dot(n, wq.data(), aq.data())),
+                  std::bit_cast<uint32_t>(scalar->dot(n, wq.data(), aq.data())))
+            << wf.name << " n=" << n << " trial " << trial;
+      }
+    }
+  }
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512vnni")) {
+    EXPECT_EQ(compared, 2) << "Q8_0 and Q4_0 have AVX-512 VNNI arms";
+  }
+#endif
+}
+
 }  // namespace
 }  // namespace tempra

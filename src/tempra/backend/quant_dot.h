@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "tempra/core/dtype.h"
+#include "tempra/core/exec_context.h"
 
 namespace tempra {
 
@@ -22,7 +23,8 @@ struct QuantDot {
   float (*dot)(int64_t n, const void* weight_row, const void* activation_row);
 };
 
-// The dot for rows of `weight`, or null when the format has none (yet).
-const QuantDot* find_quant_dot(DType weight);
+// The dot for rows of `weight`, or null when the format has none (yet). With Backend::native,
+// a SIMD arm when this build and CPU have one (x86-64 AVX-512 VNNI: Q8_0, Q4_0), else scalar.
+const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
 
 }  // namespace tempra

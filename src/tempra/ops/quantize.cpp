@@ -60,7 +60,7 @@ Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w) {
   detail::require_float(x, "matmul_quantized", "activations");
   check(w.defined() && w.rank() == 2, "matmul_quantized", "weights must be [n, k], got ",
         w.defined() ? to_string(w.shape()) : std::string("an empty array"));
-  const QuantDot* dot = find_quant_dot(w.dtype());
+  const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
   check(dot != nullptr, "matmul_quantized", "no quantized dot product for weights of dtype ", w.dtype().name());
   check(x.rank() >= 1 && x.dim(-1) == w.dim(1), "matmul_quantized", "activations ", x.shape(),
         " do not match weights ", w.shape(), " (", w.dtype().name(), ") on k");

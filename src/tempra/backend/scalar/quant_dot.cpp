@@ -237,7 +237,19 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
 
 }  // namespace
 
-const QuantDot* find_quant_dot(DType weight) {
+#if TEMPRA_NATIVE_QUANT_DOT
+namespace native {
+const QuantDot* find_quant_dot_avx512(DType weight);  // backend/native/quant_dot_avx512.cpp
+}
+#endif
+
+const QuantDot* find_quant_dot(DType weight, Backend backend) {
+#if TEMPRA_NATIVE_QUANT_DOT
+  if (backend == Backend::native)
+    if (const QuantDot* d = native::find_quant_dot_avx512(weight)) return d;
+#else
+  (void)backend;
+#endif
   static const QuantDot table[] = {
       {q4_0(), q8_0(), &dot_q4_0},
       {q4_1(), q8_1(), &dot_q4_1},
