@@ -20,6 +20,7 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
       {"backend", {"core", "quant", "backend"}},
       {"ops", {"core", "quant", "backend", "ops"}},
       {"typed", {"core", "ops", "typed"}},
+      {"io", {"core", "quant", "io"}},
   };
   return table;
 }

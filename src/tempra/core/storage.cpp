@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "tempra/core/error.h"
+
 namespace tempra {
 
 std::shared_ptr<Storage> Storage::allocate(size_t bytes, std::shared_ptr<BufferPool> pool, bool zero) {
@@ -19,7 +21,15 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes, std::shared_ptr<BufferP
   }
 }
 
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t bytes, std::shared_ptr<const void> owner) {
+  check(owner != nullptr, "storage", "borrowed bytes need an owner to keep them alive");
+  auto storage = std::make_shared<Storage>(Key{}, data, bytes, nullptr);
+  storage->owner_ = std::move(owner);
+  return storage;
+}
+
 Storage::~Storage() {
+  if (owner_) return;  // borrowed: owner_'s own destructor releases the bytes
   if (pool_) pool_->release(data_, bytes_);
   else ::operator delete(data_, std::align_val_t{kBufferAlignment});
 }
