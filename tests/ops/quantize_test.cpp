@@ -107,6 +107,18 @@ TEST(Quantize, k_quant_round_trip_error_shrinks_with_bits) {
   }
 }
 
+TEST(Quantize, ternary_rows_round_trip_exactly) {
+  // Values in {-a, 0, a} with a a power of two: the scale is a, every trit exact.
+  ExecContext ctx;
+  std::vector<float> values(512);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i * 7 % 3) - 1) * 0.5f;
+  const Array x = Array::from_values<float>(ctx, {2, 256}, std::span<const float>(values));
+  for (const char* name : {"tq1_0", "tq2_0"}) {
+    const auto back = to_vector<float>(ctx, dequantize(ctx, quantize(ctx, x, quant::find_format(name)->dtype)));
+    EXPECT_EQ(back, values) << name;
+  }
+}
+
 TEST(Quantize, rejects_partial_blocks_and_plain_dtypes) {
   ExecContext ctx;
   const Array x = normal(ctx, {2, 40});

@@ -7,8 +7,10 @@
 // formats rest on are checked against ggml's too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -55,6 +57,10 @@ const std::vector<OracleRow>& oracle() {
       {"q5_k", encoder(quantize_row_q5_K_ref), decoder(dequantize_row_q5_K)},
       {"q6_k", encoder(quantize_row_q6_K_ref), decoder(dequantize_row_q6_K)},
       {"q8_k", encoder(quantize_row_q8_K_ref), decoder(dequantize_row_q8_K)},
+      {"iq4_nl", encoder(quantize_row_iq4_nl_ref), decoder(dequantize_row_iq4_nl)},
+      {"iq4_xs", encoder(quantize_row_iq4_xs_ref), decoder(dequantize_row_iq4_xs)},
+      {"tq1_0", encoder(quantize_row_tq1_0_ref), decoder(dequantize_row_tq1_0)},
+      {"tq2_0", encoder(quantize_row_tq2_0_ref), decoder(dequantize_row_tq2_0)},
   };
   return rows;
 }
@@ -86,6 +92,24 @@ std::vector<std::vector<float>> test_rows(int64_t n, std::mt19937& rng) {
   return rows;
 }
 
+// ggml's IQ4_NL encoder packs each block's codes from a stack array that it leaves unwritten for
+// a block of magnitudes all below 1e-15 (scale 0): such a block repeats the previous block's
+// codes, and before any block of the call has written the array, its codes are uninitialized
+// memory. Those leading codes (which decode to zero whatever they are) are blanked on both sides;
+// iq4_nl_zero_blocks_repeat_the_previous_blocks_codes checks the carried-over ones.
+void blank_uninitialized_codes(std::string_view name, const std::vector<float>& row, std::vector<uint8_t>& ours,
+                               std::vector<uint8_t>& theirs) {
+  if (name != "iq4_nl") return;
+  for (size_t b = 0; b * kBlock32 < row.size(); ++b) {
+    float amax = 0;
+    for (size_t j = 0; j < kBlock32; ++j) amax = std::max(amax, std::fabs(row[b * kBlock32 + j]));
+    if (amax >= 1e-15f) return;
+    const size_t qs = b * sizeof(BlockIQ4_NL) + offsetof(BlockIQ4_NL, qs);
+    std::memset(ours.data() + qs, 0, sizeof(BlockIQ4_NL::qs));
+    std::memset(theirs.data() + qs, 0, sizeof(BlockIQ4_NL::qs));
+  }
+}
+
 TEST(GgmlParity, every_format_has_an_oracle_row) {
   EXPECT_EQ(formats().size(), oracle().size());
   for (const OracleRow& o : oracle()) EXPECT_NE(find_format(o.name), nullptr) << o.name;
@@ -115,6 +139,7 @@ TEST(GgmlParity, encoders_are_byte_identical_to_ggml_reference) {
         std::vector<uint8_t> theirs(ours.size(), same_fill ? 0 : 0x55);
         f.quantize_row(row.data(), ours.data(), n);
         o.encode(row.data(), theirs.data(), n);
+        blank_uninitialized_codes(o.name, row, ours, theirs);
         ASSERT_EQ(ours, theirs) << o.name << ", " << blocks << " blocks, first value " << row[0];
       }
     }
@@ -160,6 +185,43 @@ TEST(GgmlParity, q8_1_decodes_what_it_encodes_like_q8_0) {
   find_format("q8_1")->dequantize_row(a.data(), ya.data(), 96);
   find_format("q8_0")->dequantize_row(b.data(), yb.data(), 96);
   EXPECT_EQ(ya, yb);
+}
+
+TEST(GgmlParity, iq4_nl_zero_blocks_repeat_the_previous_blocks_codes) {
+  // Zero and sub-1e-15 blocks after a written one: ggml's codes are defined there, and ours match.
+  std::mt19937 rng(17);
+  std::normal_distribution<float> gauss;
+  const QuantFormat& f = *find_format("iq4_nl");
+  for (const char* pattern : {"x0", "x00x0", "xx0x000x", "x.x.0.", "0x0"}) {
+    const int64_t blocks = static_cast<int64_t>(std::strlen(pattern));
+    std::vector<float> row(static_cast<size_t>(blocks * kBlock32));
+    for (size_t i = 0; i < row.size(); ++i) {
+      const char kind = pattern[i / kBlock32];
+      row[i] = kind == 'x' ? gauss(rng) : kind == '.' ? gauss(rng) * 1e-17f : 0.0f;
+    }
+    std::vector<uint8_t> ours(static_cast<size_t>(blocks) * sizeof(BlockIQ4_NL), 0xAA), theirs(ours.size(), 0x55);
+    f.quantize_row(row.data(), ours.data(), blocks * kBlock32);
+    quantize_row_iq4_nl_ref(row.data(), reinterpret_cast<block_iq4_nl*>(theirs.data()), blocks * kBlock32);
+    blank_uninitialized_codes("iq4_nl", row, ours, theirs);  // only the leading zero block of "0x0"
+    ASSERT_EQ(ours, theirs) << pattern;
+  }
+}
+
+TEST(GgmlParity, iq4_codes_break_ties_between_grid_values_as_ggml) {
+  // -127 leads each block, so IQ4_NL's first scale is exactly 1 and every other value sits
+  // halfway between two grid values; random rows almost never tie.
+  const float midpoints[] = {-115.5f, -93.5f, -74, -57, -42, -28.5f, -16, -4.5f, 7, 19, 31.5f, 45.5f, 61, 79, 101};
+  std::vector<float> row(kSuperBlock);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = i % kBlock32 == 0 ? -127.0f : midpoints[i % 15];
+  for (const OracleRow& o : oracle()) {
+    if (std::string_view(o.name).substr(0, 3) != "iq4") continue;
+    const QuantFormat& f = *find_format(o.name);
+    std::vector<uint8_t> ours(static_cast<size_t>(kSuperBlock / f.block_elems * f.block_bytes), 0xAA);
+    std::vector<uint8_t> theirs(ours.size(), 0x55);
+    f.quantize_row(row.data(), ours.data(), kSuperBlock);
+    o.encode(row.data(), theirs.data(), kSuperBlock);
+    ASSERT_EQ(ours, theirs) << o.name;
+  }
 }
 
 TEST(GgmlParity, f16_to_f32_matches_ggml_for_all_65536_patterns) {

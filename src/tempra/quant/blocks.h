@@ -115,4 +115,45 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292, "Q8_K block must be 292 bytes");
 
+// ---- Ternary formats (BitNet b1.58, TriLMs): super-blocks of 256 values in {-1, 0, 1} * d ----
+
+// value = d * (t - 1), t a trit in {0, 1, 2}: five trits per qs byte and four per qh byte, each
+// byte holding ceil(256 * base3 / 243) so that a trit is read back as the top of a multiply by 3.
+struct BlockTQ1_0 {
+  uint8_t qs[(kSuperBlock - 4 * kSuperBlock / 64) / 5];  // 240 values, 5 per byte
+  uint8_t qh[kSuperBlock / 64];                          // 16 values, 4 per byte
+  f16_t d;
+};
+static_assert(sizeof(BlockTQ1_0) == 54, "TQ1_0 block must be 54 bytes");
+
+// value = d * (q - 1), 2-bit q in {0, 1, 2}: byte m of each 32-byte group holds the group's
+// elements m, m + 32, m + 64, m + 96 in bits 0-1, 2-3, 4-5, 6-7.
+struct BlockTQ2_0 {
+  uint8_t qs[kSuperBlock / 4];
+  f16_t d;
+};
+static_assert(sizeof(BlockTQ2_0) == 66, "TQ2_0 block must be 66 bytes");
+
+// ---- Non-linear 4-bit formats: codes index the 16-value grid kIq4nlGrid ----
+
+// ggml's kvalues_iq4nl: a grid denser near zero, fitted to the distribution of LLM weights.
+inline constexpr int8_t kIq4nlGrid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// value = d * kIq4nlGrid[q], 4-bit q packed as in Q4_0.
+struct BlockIQ4_NL {
+  f16_t d;
+  uint8_t qs[kBlock32 / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "IQ4_NL block must be 18 bytes");
+
+// 8 sub-blocks of 32: value = d * (scale_s - 32) * kIq4nlGrid[q], 6-bit scale_s (low nibble in
+// scales_l, two high bits in scales_h), each sub-block's codes packed as in IQ4_NL.
+struct BlockIQ4_XS {
+  f16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kSuperBlock / 64];
+  uint8_t qs[kSuperBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block must be 136 bytes");
+
 }  // namespace tempra::quant

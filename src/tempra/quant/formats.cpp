@@ -1,6 +1,7 @@
 // tempra/quant/formats.cpp: the traits table.
 #include "tempra/quant/formats.h"
 
+#include <type_traits>
 #include <vector>
 
 #include "tempra/quant/reference.h"
@@ -18,12 +19,14 @@ void encode_row(const float* in, void* blocks, int64_t k) {
   Encode(in, static_cast<Block*>(blocks), k);
 }
 
-template <class Block, void (*Decode)(const Block*, float*, int64_t), void (*Encode)(const float*, Block*, int64_t)>
+// Encode is `auto` so that a missing encoder arrives as std::nullptr_t: g++ with UBSan does not
+// accept comparing a function address with nullptr in a constant expression.
+template <class Block, void (*Decode)(const Block*, float*, int64_t), auto Encode>
 QuantFormat row(std::string_view name, int ggml_type, int block_elems) {
   const DType dtype = register_dtype(
       DTypeInfo{std::string(name), DTypeKind::block_quantized, static_cast<size_t>(block_elems), sizeof(Block)});
   void (*encode)(const float*, void*, int64_t) = nullptr;
-  if constexpr (Encode != nullptr) encode = &encode_row<Block, Encode>;
+  if constexpr (!std::is_null_pointer_v<decltype(Encode)>) encode = &encode_row<Block, Encode>;
   return QuantFormat{name, ggml_type, block_elems, static_cast<int>(sizeof(Block)), dtype, &decode_row<Block, Decode>,
                      encode};
 }
@@ -42,6 +45,10 @@ const std::vector<QuantFormat>& table() {
       row<BlockQ5_K, dequantize_row_q5_k, quantize_row_q5_k>("q5_k", 13, kSuperBlock),
       row<BlockQ6_K, dequantize_row_q6_k, quantize_row_q6_k>("q6_k", 14, kSuperBlock),
       row<BlockQ8_K, dequantize_row_q8_k, quantize_row_q8_k>("q8_k", 15, kSuperBlock),
+      row<BlockIQ4_NL, dequantize_row_iq4_nl, quantize_row_iq4_nl>("iq4_nl", 20, kBlock32),
+      row<BlockIQ4_XS, dequantize_row_iq4_xs, quantize_row_iq4_xs>("iq4_xs", 23, kSuperBlock),
+      row<BlockTQ1_0, dequantize_row_tq1_0, quantize_row_tq1_0>("tq1_0", 34, kSuperBlock),
+      row<BlockTQ2_0, dequantize_row_tq2_0, quantize_row_tq2_0>("tq2_0", 35, kSuperBlock),
   };
   return rows;
 }

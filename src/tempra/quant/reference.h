@@ -42,4 +42,17 @@ void dequantize_row_q5_k(const BlockQ5_K* y, float* x, int64_t k);
 void dequantize_row_q6_k(const BlockQ6_K* y, float* x, int64_t k);
 void dequantize_row_q8_k(const BlockQ8_K* y, float* x, int64_t k);
 
+// Ternary formats (k a multiple of 256).
+void quantize_row_tq1_0(const float* x, BlockTQ1_0* y, int64_t k);
+void quantize_row_tq2_0(const float* x, BlockTQ2_0* y, int64_t k);
+void dequantize_row_tq1_0(const BlockTQ1_0* y, float* x, int64_t k);
+void dequantize_row_tq2_0(const BlockTQ2_0* y, float* x, int64_t k);
+
+// Non-linear 4-bit formats (IQ4_NL: k a multiple of 32; IQ4_XS: of 256). The encoders are
+// ggml's importance-free ones, quantize_row_iq4_nl_ref and quantize_row_iq4_xs_ref.
+void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k);
+void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t k);
+void dequantize_row_iq4_nl(const BlockIQ4_NL* y, float* x, int64_t k);
+void dequantize_row_iq4_xs(const BlockIQ4_XS* y, float* x, int64_t k);
+
 }  // namespace tempra::quant
