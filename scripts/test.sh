@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the README's second command, and what CI runs. Installs dependencies if
 # missing, then builds and runs the whole suite twice: the host-tuned release build, and a
-# debug build under AddressSanitizer + UndefinedBehaviorSanitizer.
+# debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then fuzzes the GGUF reader
+# for a minute (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +19,6 @@ cmake --preset asan
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan -j "$jobs"
+
+echo "== fuzz =="
+scripts/fuzz.sh 60

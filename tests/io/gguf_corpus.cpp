@@ -108,6 +108,9 @@ std::vector<CorpusFile> corrupt_cases() {
   add("dims_product_overflow",
       one_tensor([](GgufBuilder& b) { b.tensor_info("w", {int64_t{1} << 40, int64_t{1} << 40}, kF32, 0); }),
       "overflows 64 bits");
+  add("dims_product_overflow_behind_a_zero",
+      one_tensor([](GgufBuilder& b) { b.tensor_info("w", {0, int64_t{1} << 40, int64_t{1} << 40}, kF32, 0); }),
+      "overflows 64 bits");
   add("byte_size_overflow",
       one_tensor([](GgufBuilder& b) { b.tensor_info("w", {int64_t{1} << 31, int64_t{1} << 31}, kF32, 0); }),
       "byte size");

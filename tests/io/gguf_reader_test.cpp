@@ -112,6 +112,16 @@ TEST(GgufReader, reads_arrays_of_every_fixed_size_type) {
   EXPECT_EQ(std::get<std::vector<double>>(m.get<GgufArray>("f64").items), (std::vector<double>{-0.5}));
 }
 
+// Found by the fuzzer: a zero-length numeric array once passed a null pointer to memcpy.
+TEST(GgufReader, reads_empty_arrays_of_every_type) {
+  GgufBuilder b;
+  b.header(3, 0, kGgufTypeCount);
+  for (uint32_t type = 0; type < kGgufTypeCount; ++type) b.kv_array("e" + std::to_string(type), type, 0);
+  const GgufFile f = GgufFile::parse(b.bytes(), "empty-arrays.gguf", no_owner(b.bytes()));
+  ASSERT_EQ(f.metadata().size(), 13u);
+  for (const auto& [key, value] : f.metadata().entries()) EXPECT_EQ(std::get<GgufArray>(value.value).size(), 0u) << key;
+}
+
 TEST(GgufReader, accepts_version_2) {
   GgufBuilder b;
   b.header(2, 1, 1).kv_string("general.architecture", "v2").tensor_info("w", {2}, 0, 0).pad().f32(1).f32(2);

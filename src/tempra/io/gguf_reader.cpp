@@ -75,6 +75,7 @@ class Cursor {
   template <class T>
   void read_into(std::vector<T>& out, uint64_t n) {  // caller has checked n * sizeof(T) <= remaining
     out.resize(static_cast<size_t>(n));
+    if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not see
     std::memcpy(out.data(), bytes_.data() + pos_, static_cast<size_t>(n) * sizeof(T));
     pos_ += static_cast<size_t>(n) * sizeof(T);
   }
@@ -224,8 +225,13 @@ GgufTensorInfo Parser::tensor_info(uint64_t index, uint32_t alignment) {
     t.ne[d] = in_.read<int64_t>("a dimension");
     if (t.ne[d] < 0) in_.fail_at(label, " dimension ", d, " is ", t.ne[d], " (negative)");
   }
+  // The product must fit with zero extents counted as 1 too: a shape's product and strides are
+  // computed in other orders later (Dims::product runs outermost first), so [0, 2^40, 2^40]
+  // would overflow there although its element count is 0.
+  int64_t nonzero_product = 1;
   for (uint32_t d = 0; d < t.n_dims; ++d) {
-    if (__builtin_mul_overflow(numel, t.ne[d], &numel))
+    if (__builtin_mul_overflow(numel, t.ne[d], &numel) ||
+        __builtin_mul_overflow(nonzero_product, std::max<int64_t>(t.ne[d], 1), &nonzero_product))
       in_.fail_at(label, " element count of ne [", t.ne[0], ", ", t.ne[1], ", ", t.ne[2], ", ", t.ne[3],
                   "] overflows 64 bits");
   }

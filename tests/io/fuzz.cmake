@@ -1,0 +1,6 @@
+# libFuzzer targets (TEMPRA_FUZZ=ON, clang): the top-level CMakeLists includes this file and
+# instruments every library with -fsanitize=fuzzer-no-link. scripts/fuzz.sh builds and runs it.
+add_executable(gguf_fuzz ${PROJECT_SOURCE_DIR}/tests/io/gguf_fuzz.cpp)
+target_link_libraries(gguf_fuzz PRIVATE tempra_io)
+target_link_options(gguf_fuzz PRIVATE -fsanitize=fuzzer)
+set_target_properties(gguf_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
