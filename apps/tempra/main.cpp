@@ -13,6 +13,7 @@
 
 #include "args.h"
 #include "build_info.h"
+#include "info.h"
 
 namespace {
 
@@ -37,6 +38,11 @@ const std::vector<Subcommand>& subcommands() {
        run_help},
       {{.name = "version", .summary = "Print the version, build flags and the instruction sets compiled in."},
        run_version},
+      {{.name = "info",
+        .summary = "Describe a GGUF file: version, alignment, metadata and the tensor table.",
+        .options = {{.spellings = {"--json"}, .kind = cli::Kind::Flag, .help = "print JSON instead of text"}},
+        .positionals = {{.name = "file", .help = "the .gguf file to describe"}}},
+       tempra::app::run_info},
   };
   return table;
 }
