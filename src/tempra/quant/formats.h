@@ -21,15 +21,15 @@ struct QuantFormat {
   int block_elems;
   int block_bytes;
   DType dtype;
-  // Decodes / encodes k elements (a multiple of block_elems); unchecked. quantize_row is null
-  // for formats whose encoder is not written yet (Q2_K ... Q6_K).
+  // Decodes / encodes k elements (a multiple of block_elems); unchecked. quantize_row may be
+  // null for a decode-only format (none today; tests/quant lists them).
   void (*dequantize_row)(const void* blocks, float* out, int64_t k);
   void (*quantize_row)(const float* in, void* blocks, int64_t k);
 };
 
 // Every format this build knows, in ggml type order.
 std::span<const QuantFormat> formats();
-// The format of a block-quantized dtype, or nullopt for plain dtypes.
+// The format of a block-quantized dtype, or null for plain dtypes.
 const QuantFormat* find_format(DType dtype);
 const QuantFormat* find_format(std::string_view name);
 const QuantFormat* find_format_by_ggml_type(int ggml_type);
