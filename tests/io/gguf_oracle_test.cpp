@@ -27,7 +27,7 @@ std::vector<std::byte> read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::vector<std::byte> b(c.size());
-  std::memcpy(b.data(), c.data(), c.size());
+  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
   return b;
 }
 
