@@ -88,7 +88,7 @@ class Cursor {
 
 class Parser {
  public:
-  Parser(std::span<const std::byte> bytes, const std::string& file) : in_(bytes, file), file_(file) {}
+  Parser(std::span<const std::byte> bytes, const std::string& file) : in_(bytes, file) {}
 
   void header(uint32_t& version, uint64_t& n_tensors, uint64_t& n_kv);
   GgufValue value(GgufType type, const std::string& key, int depth);
@@ -106,7 +106,6 @@ class Parser {
   GgufArray array(const std::string& key, int depth);
 
   Cursor in_;
-  const std::string& file_;
 };
 
 void Parser::header(uint32_t& version, uint64_t& n_tensors, uint64_t& n_kv) {
