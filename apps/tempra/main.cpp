@@ -14,6 +14,7 @@
 #include "args.h"
 #include "build_info.h"
 #include "info.h"
+#include "quantize.h"
 
 namespace {
 
@@ -43,6 +44,22 @@ const std::vector<Subcommand>& subcommands() {
         .options = {{.spellings = {"--json"}, .kind = cli::Kind::Flag, .help = "print JSON instead of text"}},
         .positionals = {{.name = "file", .help = "the .gguf file to describe"}}},
        tempra::app::run_info},
+      {{.name = "quantize",
+        .summary = "Quantize a GGUF model as llama.cpp's llama-quantize does (same tensor types, same bytes).",
+        .options = {{.spellings = {"--pure"},
+                     .kind = cli::Kind::Flag,
+                     .help = "every weight in TYPE's base type: no per-tensor mix (llama-quantize --pure)"},
+                    {.spellings = {"-t", "--threads"},
+                     .kind = cli::Kind::Int,
+                     .help = "encoder threads; 0: TEMPRA_THREADS or the physical cores",
+                     .default_value = "0"},
+                    {.spellings = {"--progress"},
+                     .kind = cli::Kind::Flag,
+                     .help = "show progress on stderr even when it is not a terminal"}},
+        .positionals = {{.name = "input", .help = "the f32/f16/bf16 .gguf model"},
+                        {.name = "output", .help = "the .gguf to write (via a temporary file)"},
+                        {.name = "type", .help = "one of " + tempra::app::file_type_names()}}},
+       tempra::app::run_quantize},
   };
   return table;
 }

@@ -21,6 +21,7 @@
 #include "tempra/core/half.h"
 #include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
+#include "tempra/quant/reference.h"
 
 namespace tempra::quant {
 namespace {
@@ -204,6 +205,24 @@ TEST(GgmlParity, iq4_nl_zero_blocks_repeat_the_previous_blocks_codes) {
     quantize_row_iq4_nl_ref(row.data(), reinterpret_cast<block_iq4_nl*>(theirs.data()), blocks * kBlock32);
     blank_uninitialized_codes("iq4_nl", row, ours, theirs);  // only the leading zero block of "0x0"
     ASSERT_EQ(ours, theirs) << pattern;
+  }
+}
+
+TEST(GgmlParity, quantize_iq4_nl_matches_ggml_quantize_iq4_nl_the_chunk_encoder) {
+  // ggml_quantize_chunk (llama-quantize) encodes IQ4_NL with quantize_iq4_nl, which searches 15
+  // more scales per block than quantize_row_iq4_nl_ref; `tempra quantize` needs that one.
+  std::mt19937 rng(23);
+  std::normal_distribution<float> gauss;
+  for (const float scale : {1e-3f, 1.0f, 40.0f}) {
+    std::vector<float> row(8 * kBlock32);
+    for (float& x : row) x = scale * gauss(rng);
+    row[5 + kBlock32] *= 12.0f;
+    std::fill(row.begin(), row.begin() + kBlock32, 0.0f);  // zero and sub-1e-15 blocks: every code is
+    for (int j = 3 * kBlock32; j < 4 * kBlock32; ++j) row[j] = 1e-17f * gauss(rng);  // defined here
+    std::vector<uint8_t> ours(8 * sizeof(BlockIQ4_NL), 0xAA), theirs(ours.size(), 0x55);
+    quantize_iq4_nl(row.data(), reinterpret_cast<BlockIQ4_NL*>(ours.data()), static_cast<int64_t>(row.size()));
+    ::quantize_iq4_nl(row.data(), theirs.data(), 1, static_cast<int64_t>(row.size()), nullptr);
+    ASSERT_EQ(ours, theirs) << "scale " << scale;
   }
 }
 

@@ -51,6 +51,9 @@ void dequantize_row_tq2_0(const BlockTQ2_0* y, float* x, int64_t k);
 // Non-linear 4-bit formats (IQ4_NL: k a multiple of 32; IQ4_XS: of 256). The encoders are
 // ggml's importance-free ones, quantize_row_iq4_nl_ref and quantize_row_iq4_xs_ref.
 void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k);
+// ggml's quantize_iq4_nl without importance weights, which ggml_quantize_chunk (and so
+// llama-quantize) uses: unlike quantize_row_iq4_nl_ref it searches 15 more scales per block.
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k);
 void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t k);
 void dequantize_row_iq4_nl(const BlockIQ4_NL* y, float* x, int64_t k);
 void dequantize_row_iq4_xs(const BlockIQ4_XS* y, float* x, int64_t k);

@@ -6,6 +6,9 @@
 //   IQ4_NL (quantize_row_iq4_nl_ref, ntry = -1): start from d = max / grid[0], the signed extreme
 //   on the grid's end; pick the nearest grid value for each x / d; the scale is the weighted
 //   least-squares fit sum(w q x) / sum(w q q) of those codes.
+//   IQ4_NL as ggml_quantize_chunk encodes it (quantize_iq4_nl without an importance matrix,
+//   what llama-quantize writes): ntry = 7, the search IQ4_XS does, per 32-element block; then
+//   every code is re-picked with the block's final scale (so zero blocks get code 8).
 //   IQ4_XS (quantize_row_iq4_xs_ref, ntry = 7): per 32-element sub-block the same start, then 15
 //   more candidate scales (grid[0] + t) / max, t in [-7, 7], keeping the fit with the largest
 //   sum(w q x)^2 / sum(w q q); the sub-block scales are then quantized to 6 bits against the
@@ -107,21 +110,29 @@ void pack_codes(const uint8_t* codes, uint8_t* qs) {
   for (int j = 0; j < kBlock32 / 2; ++j) qs[j] = static_cast<uint8_t>(codes[j] | (codes[j + kBlock32 / 2] << 4));
 }
 
-}  // namespace
-
-void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k) {
-  // ggml fills the codes from one array that lives across the row's blocks and is not written
-  // for an all-zero block, so such a block repeats the previous block's codes; they decode to
-  // zero whatever they are. Before any block has written it ggml's array is uninitialized: we
-  // start from the code nearest zero, the one IQ4_XS writes for a zero sub-block.
+// ggml fills the codes from one array that lives across the row's blocks and is not written
+// for an all-zero block, so such a block repeats the previous block's codes; they decode to
+// zero whatever they are. Before any block has written it ggml's array is uninitialized: we
+// start from the code nearest zero, the one IQ4_XS writes for a zero sub-block.
+void encode_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k, int ntry) {
   uint8_t codes[kBlock32];
   std::memset(codes, kCodeNearestZero, sizeof codes);
   for (int64_t b = 0; b < k / kBlock32; ++b, x += kBlock32) {
-    const float d = group_scale(x, codes, -1);
+    const float d = group_scale(x, codes, ntry);
+    if (ntry > 0) {  // ggml re-picks every code with the final (unrounded) scale, zero blocks too
+      const float id = d != 0.0f ? 1 / d : 0.0f;
+      for (int j = 0; j < kBlock32; ++j) codes[j] = nearest_code(id * x[j]);
+    }
     y[b].d = to_f16(d);
     pack_codes(codes, y[b].qs);
   }
 }
+
+}  // namespace
+
+void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k) { encode_iq4_nl(x, y, k, -1); }
+
+void quantize_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t k) { encode_iq4_nl(x, y, k, 7); }
 
 void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, int64_t k) {
   for (int64_t b = 0; b < k / kSuperBlock; ++b, x += kSuperBlock) {

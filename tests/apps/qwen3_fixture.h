@@ -1,0 +1,31 @@
+// tests/apps/qwen3_fixture.h: a tiny, valid Qwen3-architecture GGUF with seeded random weights.
+//
+// Contract: write_qwen3_model(path, spec) writes a model that llama.cpp's qwen3 loader accepts
+// (llama_model_load_from_file, llama_model_quantize): the hyperparameters qwen3 reads, a
+// minimal gpt2-style BPE tokenizer whose token count equals the embedding's rows, and every
+// tensor create_tensor asks for, with the shapes of src/models/qwen3.cpp. Weights are 2-D
+// matrices in spec.weight_type (f32, f16 or bf16) with per-row scales drawn from `seed`, so
+// the k-quant encoders see rows of very different magnitude; norms are f32 near 1.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace tempra::testing {
+
+struct Qwen3Spec {
+  int n_layer = 2;
+  int n_embd = 256;
+  int n_ff = 512;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int head_dim = 64;
+  int n_vocab = 512;
+  bool tied_embeddings = false;  // no output.weight: the output reuses token_embd
+  int32_t weight_type = 0;       // ggml type of the 2-D weights: 0 f32, 1 f16, 30 bf16
+  uint32_t seed = 1234;
+};
+
+void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& spec);
+
+}  // namespace tempra::testing
