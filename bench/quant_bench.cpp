@@ -37,7 +37,13 @@ BENCHMARK_CAPTURE(BM_gemv_quantized, q8_0_native, "q8_0", tempra::Backend::nativ
 BENCHMARK_CAPTURE(BM_gemv_quantized, q4_0_scalar, "q4_0", tempra::Backend::scalar)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_gemv_quantized, q4_0_native, "q4_0", tempra::Backend::native)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_gemv_quantized, q4_k_scalar, "q4_k", tempra::Backend::scalar)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, q4_k_native, "q4_k", tempra::Backend::native)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, q5_k_scalar, "q5_k", tempra::Backend::scalar)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, q5_k_native, "q5_k", tempra::Backend::native)->Apply(shapes);
 BENCHMARK_CAPTURE(BM_gemv_quantized, q6_k_scalar, "q6_k", tempra::Backend::scalar)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, q6_k_native, "q6_k", tempra::Backend::native)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, tq2_0_scalar, "tq2_0", tempra::Backend::scalar)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_gemv_quantized, tq2_0_native, "tq2_0", tempra::Backend::native)->Apply(shapes);
 // Larger than the L3: the memory-bound decode case.
 BENCHMARK_CAPTURE(BM_gemv_quantized, q8_0_native_dram, "q8_0", tempra::Backend::native)
     ->Args({8192, 32768, 1})->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tempra/backend/quant_dot.h"
+#include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
 
 extern "C" {
@@ -29,6 +30,10 @@ void ggml_vec_dot_q3_K_q8_K_generic(int, float*, size_t, const void*, size_t, co
 void ggml_vec_dot_q4_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_vec_dot_q5_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_vec_dot_q6_K_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_iq4_nl_q8_0_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_iq4_xs_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_tq1_0_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_tq2_0_q8_K_generic(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_cpu_init(void);  // fills the f16 -> f32 table the generic kernels read
 }
 
@@ -46,6 +51,8 @@ const OracleDot kOracle[] = {
     {"q8_0", ggml_vec_dot_q8_0_q8_0_generic}, {"q2_k", ggml_vec_dot_q2_K_q8_K_generic},
     {"q3_k", ggml_vec_dot_q3_K_q8_K_generic}, {"q4_k", ggml_vec_dot_q4_K_q8_K_generic},
     {"q5_k", ggml_vec_dot_q5_K_q8_K_generic}, {"q6_k", ggml_vec_dot_q6_K_q8_K_generic},
+    {"iq4_nl", ggml_vec_dot_iq4_nl_q8_0_generic}, {"iq4_xs", ggml_vec_dot_iq4_xs_q8_K_generic},
+    {"tq1_0", ggml_vec_dot_tq1_0_q8_K_generic}, {"tq2_0", ggml_vec_dot_tq2_0_q8_K_generic},
 };
 
 std::vector<uint8_t> encode(const quant::QuantFormat& f, const std::vector<float>& x) {
@@ -135,9 +142,65 @@ TEST(QuantDot, native_arms_are_bit_identical_to_scalar) {
   }
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512vnni")) {
-    EXPECT_EQ(compared, 2) << "Q8_0 and Q4_0 have AVX-512 VNNI arms";
+    EXPECT_EQ(compared, 6) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0 have AVX-512 VNNI arms";
   }
 #endif
+}
+
+// Random block bytes reach codes, scales and activations the encoders never write (Q8 value
+// -128, Q6_K scale -128, every 6-bit Q4_K/Q5_K scale and min): the native arms must still
+// return the scalar arm's float. Only the f16 scales are set, to finite values.
+template <class Block>
+void set_finite_scales(std::vector<uint8_t>& row, std::mt19937& rng) {
+  std::uniform_real_distribution<float> scale(-2.0f, 2.0f);
+  auto* blocks = reinterpret_cast<Block*>(row.data());
+  for (size_t b = 0; b < row.size() / sizeof(Block); ++b) {
+    blocks[b].d = f16_t{f32_to_f16_bits(scale(rng))};
+    if constexpr (requires { blocks[b].dmin; }) blocks[b].dmin = f16_t{f32_to_f16_bits(scale(rng))};
+  }
+}
+
+TEST(QuantDot, native_arms_match_scalar_on_arbitrary_block_bytes) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.01f, 1.0f);
+  for (const char* name : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "tq2_0"}) {
+    const quant::QuantFormat& wf = *quant::find_format(name);
+    const QuantDot* native = find_quant_dot(wf.dtype, Backend::native);
+    const QuantDot* scalar = find_quant_dot(wf.dtype, Backend::scalar);
+    if (native == scalar) continue;  // no native arm in this build or on this CPU
+    for (int64_t blocks : {1, 4}) {
+      const int64_t n = blocks * wf.block_elems;
+      for (int trial = 0; trial < 200; ++trial) {
+        std::vector<uint8_t> w(static_cast<size_t>(n / wf.block_elems * wf.block_bytes));
+        for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+        std::vector<uint8_t> a(native->activation.bytes_for(n));
+        if (wf.block_elems == quant::kSuperBlock) {
+          if (wf.name == "q6_k") set_finite_scales<quant::BlockQ6_K>(w, rng);
+          if (wf.name == "q5_k") set_finite_scales<quant::BlockQ5_K>(w, rng);
+          if (wf.name == "q4_k") set_finite_scales<quant::BlockQ4_K>(w, rng);
+          if (wf.name == "tq2_0") set_finite_scales<quant::BlockTQ2_0>(w, rng);
+          auto* y = reinterpret_cast<quant::BlockQ8_K*>(a.data());
+          for (int64_t b = 0; b < n / quant::kSuperBlock; ++b) {
+            y[b].d = scale(rng);
+            for (int j = 0; j < 16; ++j) {
+              int sum = 0;
+              for (int e = 16 * j; e < 16 * j + 16; ++e) sum += y[b].qs[e] = static_cast<int8_t>(byte(rng) - 128);
+              y[b].bsums[j] = static_cast<int16_t>(sum);
+            }
+          }
+        } else {
+          if (wf.name == "q8_0") set_finite_scales<quant::BlockQ8_0>(w, rng);
+          if (wf.name == "q4_0") set_finite_scales<quant::BlockQ4_0>(w, rng);
+          for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
+          set_finite_scales<quant::BlockQ8_0>(a, rng);
+        }
+        ASSERT_EQ(std::bit_cast<uint32_t>(native->dot(n, w.data(), a.data())),
+                  std::bit_cast<uint32_t>(scalar->dot(n, w.data(), a.data())))
+            << name << " n=" << n << " trial " << trial;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TEST(MatmulQuantized, matches_float_matmul_of_the_decoded_operands) {
   ExecContext ctx(ExecOptions{.threads = 2});
   const Array x = normal(ctx, {3, 512});
   const Array w = normal(ctx, {7, 512});
-  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k"}) {
+  for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_nl",
+                           "iq4_xs", "tq1_0", "tq2_0"}) {
     const quant::QuantFormat& f = *quant::find_format(name);
     const Array wq = quantize(ctx, w, f.dtype);
     const Array y = matmul_quantized(ctx, x, wq);

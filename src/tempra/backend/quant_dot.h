@@ -1,7 +1,8 @@
 // tempra/backend/quant_dot.h: dot products of quantized rows, the way ggml computes them.
 //
 // A quantized matmul never dequantizes its weights: each activation row is quantized to the
-// weight format's partner (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants),
+// weight format's partner (Q8_0 for Q4_0/Q5_0/Q8_0/IQ4_NL, Q8_1 for Q4_1/Q5_1, Q8_K for the
+// K-quants, IQ4_XS, TQ1_0 and TQ2_0),
 // then every block contributes an exact integer dot product scaled by the two blocks' scales.
 // The scalar kernels here are the specification: bit-identical to ggml's *_generic vec_dot
 // functions (tests/backend/quant_dot_test.cpp checks against them), so the integer sums are
@@ -24,7 +25,8 @@ struct QuantDot {
 };
 
 // The dot for rows of `weight`, or null when the format has none (yet). With Backend::native,
-// a SIMD arm when this build and CPU have one (x86-64 AVX-512 VNNI: Q8_0, Q4_0), else scalar.
+// a SIMD arm when this build and CPU have one (x86-64 AVX-512 VNNI: Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K, TQ2_0), else scalar.
 const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
 
 }  // namespace tempra

@@ -6,10 +6,13 @@
 // - K-quants: per super-block, exact integer sums in eight lanes (lane = element index mod 8,
 //   each element weighted by its sub-block scale), then sums[lane] += d * lane_sum across
 //   super-blocks, the mins term subtracted per super-block, and the eight lanes added last.
+// - IQ4_XS: one float term per 32-element sub-block, (d * scale) * sum; TQ1_0, TQ2_0: one
+//   integer sum per super-block.
 // Compiled with -ffp-contract=off so no multiply-add is fused.
 #include <cstring>
 
 #include "tempra/backend/quant_dot.h"
+#include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
 
@@ -105,18 +108,7 @@ float dot_q8_0(int64_t n, const void* w, const void* a) {
 
 // ---- K-quants ----
 
-// The eight-lane float accumulation shared by Q3_K, Q4_K, Q5_K and Q6_K (see the file header).
-struct LaneSums {
-  float sums[8] = {};
-  float total = 0;
-  void add_super_block(float d, const int32_t* lanes) {
-    for (int l = 0; l < 8; ++l) sums[l] += d * static_cast<float>(lanes[l]);
-  }
-  float finish() {
-    for (int l = 0; l < 8; ++l) total += sums[l];
-    return total;
-  }
-};
+using LaneSums = detail::KQuantLaneSums;  // the eight-lane float accumulation (see the file header)
 
 // lanes[e % 8] += scale(e) * codes[e] * q8[e] over one super-block; scale_of(e) picks the
 // sub-block scale of element e.
@@ -124,19 +116,6 @@ template <class ScaleOf>
 void lane_dot(const int8_t* codes, const int8_t* q8, ScaleOf scale_of, int32_t* lanes) {
   for (int l = 0; l < 8; ++l) lanes[l] = 0;
   for (int e = 0; e < kSuperBlock; ++e) lanes[e % 8] += scale_of(e) * (codes[e] * q8[e]);
-}
-
-// Q4_K/Q5_K's eight 6-bit scales and mins (the same unpacking as the decoder's).
-void scales_mins_k4(const uint8_t* q, int* scales, int* mins) {
-  for (int j = 0; j < 8; ++j) {
-    if (j < 4) {
-      scales[j] = q[j] & 63;
-      mins[j] = q[j + 4] & 63;
-    } else {
-      scales[j] = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-      mins[j] = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
-  }
 }
 
 float dot_q2_k(int64_t n, const void* w, const void* a) {
@@ -196,8 +175,8 @@ float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
         codes[32 * s + l] = static_cast<int8_t>(code);
       }
     }
-    int scales[8], mins[8];
-    scales_mins_k4(x[b].scales, scales, mins);
+    int16_t scales[8], mins[8];
+    detail::unpack_scales_mins_k4(x[b].scales, scales, mins);
     int min_sum = 0;
     for (int j = 0; j < 16; ++j) min_sum += y[b].bsums[j] * mins[j / 2];
     int32_t lanes[8];
@@ -235,6 +214,95 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
   return acc.finish();
 }
 
+// ---- Ternary formats ----
+
+// The trit at position `power` (0 = first) of a TQ1_0 byte: the byte stores
+// ceil(256 * base3 / 243), so multiplying by 3^power (mod 256) brings that trit's fraction to
+// the top and * 3 >> 8 reads it (ggml's decoder and dot kernel do the same).
+inline int trit(uint8_t byte, int power) {
+  static constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  const auto shifted = static_cast<uint8_t>(byte * kPow3[power]);
+  return (shifted * 3) >> 8;
+}
+
+float dot_tq1_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockTQ1_0*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  constexpr int kQs = sizeof(BlockTQ1_0::qs), kQh = sizeof(BlockTQ1_0::qh);
+  constexpr int kWide = kQs - kQs % 32;  // the first 32 bytes: five runs of 32 elements
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const int8_t* q8 = y[b].qs;
+    int s = 0;
+    // Element order (ggml's): byte m of a run of `width` bytes starting at qs[j] holds elements
+    // 5 j + t * width + m for its trits t = 0..4; qh byte m holds 5 * kQs + t * kQh + m, t = 0..3.
+    for (int j = 0; j < kQs; j += j < kWide ? 32 : 16) {
+      const int width = j < kWide ? 32 : 16;
+      for (int t = 0; t < 5; ++t)
+        for (int m = 0; m < width; ++m) s += (trit(x[b].qs[j + m], t) - 1) * q8[5 * j + t * width + m];
+    }
+    for (int t = 0; t < 4; ++t)
+      for (int m = 0; m < kQh; ++m) s += (trit(x[b].qh[m], t) - 1) * q8[5 * kQs + t * kQh + m];
+    sum += static_cast<float>(s) * (to_f32(x[b].d) * y[b].d);
+  }
+  return sum;
+}
+
+float dot_tq2_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockTQ2_0*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    int s = 0;
+    // Byte m of 32-byte group g holds elements 128 g + 32 p + m in bits 2p, 2p + 1.
+    for (int e = 0; e < kSuperBlock; ++e) {
+      const int group = e / 128, plane = (e % 128) / 32, m = e % 32;
+      s += (((x[b].qs[32 * group + m] >> (2 * plane)) & 3) - 1) * y[b].qs[e];
+    }
+    sum += static_cast<float>(s) * (y[b].d * to_f32(x[b].d));
+  }
+  return sum;
+}
+
+// ---- Non-linear 4-bit formats ----
+
+// sum_j kIq4nlGrid[code(j)] * a[j] over 32 elements packed as in Q4_0; exact in int.
+int iq4_block_sum(const uint8_t* qs, const int8_t* a) {
+  int s = 0;
+  for (int j = 0; j < kHalf; ++j) {
+    s += kIq4nlGrid[qs[j] & 0xF] * a[j];
+    s += kIq4nlGrid[qs[j] >> 4] * a[j + kHalf];
+  }
+  return s;
+}
+
+float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    const float d = to_f32(y[b].d) * to_f32(x[b].d);
+    sum += d * static_cast<float>(iq4_block_sum(x[b].qs, y[b].qs));
+  }
+  return sum;
+}
+
+float dot_iq4_xs(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    const float d = to_f32(x[b].d) * y[b].d;
+    for (int s = 0; s < kSuperBlock / 32; ++s) {
+      const int low = s % 2 ? x[b].scales_l[s / 2] >> 4 : x[b].scales_l[s / 2] & 0xF;
+      const int high = (x[b].scales_h >> (2 * s)) & 3;
+      const float sub_d = d * static_cast<float>((low | (high << 4)) - 32);
+      sum += sub_d * static_cast<float>(iq4_block_sum(x[b].qs + 16 * s, y[b].qs + 32 * s));
+    }
+  }
+  return sum;
+}
+
 }  // namespace
 
 #if TEMPRA_NATIVE_QUANT_DOT
@@ -261,6 +329,10 @@ const QuantDot* find_quant_dot(DType weight, Backend backend) {
       {find_format("q4_k")->dtype, find_format("q8_k")->dtype, &dot_q4_k},
       {find_format("q5_k")->dtype, find_format("q8_k")->dtype, &dot_q5_k},
       {find_format("q6_k")->dtype, find_format("q8_k")->dtype, &dot_q6_k},
+      {find_format("iq4_nl")->dtype, q8_0(), &dot_iq4_nl},
+      {find_format("iq4_xs")->dtype, find_format("q8_k")->dtype, &dot_iq4_xs},
+      {find_format("tq1_0")->dtype, find_format("q8_k")->dtype, &dot_tq1_0},
+      {find_format("tq2_0")->dtype, find_format("q8_k")->dtype, &dot_tq2_0},
   };
   for (const QuantDot& d : table)
     if (d.weight == weight) return &d;
