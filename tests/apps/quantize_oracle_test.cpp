@@ -25,6 +25,7 @@
 #include "quantize.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
+#include "tempra/io/gguf_writer.h"
 
 namespace tempra::app {
 namespace {
@@ -161,6 +162,14 @@ TEST_P(QuantizeOracle, output_is_byte_identical_to_llama_model_quantize) {
 
   expect_same_gguf(ours, theirs);
   EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << "the files differ";
+
+  // Our reader and writer re-emit llama.cpp's own output byte for byte.
+  const std::vector<std::byte> reemitted = io::GgufWriter::from(io::GgufFile::open(theirs)).to_bytes();
+  const std::vector<char> original = read_bytes(theirs);
+  EXPECT_TRUE(reemitted.size() == original.size() &&
+              std::memcmp(reemitted.data(), original.data(), original.size()) == 0)
+      << "re-emitting llama_model_quantize's file changed it (" << reemitted.size() << " vs " << original.size()
+      << " bytes)";
 
   // llama.cpp loads what tempra wrote.
   llama_model_params mp = llama_model_default_params();
