@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "apps/qwen3_fixture.h"
+#include "support/files.h"
 #include "ggml-backend.h"
 #include "llama.h"
 #include "quantize.h"
@@ -79,11 +80,6 @@ fs::path model_path(const Model& m) {
   const fs::path p = scratch_dir() / (std::string(m.label) + ".gguf");
   if (!fs::exists(p)) testing::write_qwen3_model(p, m.spec);
   return p;
-}
-
-std::vector<char> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // Runs llama_model_quantize with nthread 1 and defaults otherwise.
@@ -161,15 +157,12 @@ TEST_P(QuantizeOracle, output_is_byte_identical_to_llama_model_quantize) {
   quantize_model(in, ours, *type, {.pure = c.pure, .threads = 2});
 
   expect_same_gguf(ours, theirs);
-  EXPECT_TRUE(read_bytes(ours) == read_bytes(theirs)) << "the files differ";
+  const std::vector<std::byte> original = testing::read_file(theirs);
+  EXPECT_TRUE(testing::read_file(ours) == original) << "the files differ";
 
   // Our reader and writer re-emit llama.cpp's own output byte for byte.
-  const std::vector<std::byte> reemitted = io::GgufWriter::from(io::GgufFile::open(theirs)).to_bytes();
-  const std::vector<char> original = read_bytes(theirs);
-  EXPECT_TRUE(reemitted.size() == original.size() &&
-              std::memcmp(reemitted.data(), original.data(), original.size()) == 0)
-      << "re-emitting llama_model_quantize's file changed it (" << reemitted.size() << " vs " << original.size()
-      << " bytes)";
+  EXPECT_TRUE(io::GgufWriter::from(io::GgufFile::open(theirs)).to_bytes() == original)
+      << "re-emitting llama_model_quantize's file changed it";
 
   // llama.cpp loads what tempra wrote.
   llama_model_params mp = llama_model_default_params();

@@ -3,6 +3,8 @@
 // its expected message, and every good_*.gguf opens.
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,15 +17,10 @@
 namespace tempra::io {
 namespace {
 
-const std::filesystem::path kCorpus = std::filesystem::path(TEMPRA_SOURCE_DIR) / "tests/io/corpus";
+using tempra::testing::read_file;
+using tempra::testing::temp_path;
 
-std::vector<std::byte> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  if (!chars.empty()) std::memcpy(bytes.data(), chars.data(), chars.size());
-  return bytes;
-}
+const std::filesystem::path kCorpus = std::filesystem::path(TEMPRA_SOURCE_DIR) / "tests/io/corpus";
 
 TEST(GgufCorpus, committed_files_match_the_generator) {
   size_t expected = 0;

@@ -4,6 +4,8 @@
 // with the same keys, values, tensor infos and data.
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -19,17 +21,8 @@
 namespace tempra::io {
 namespace {
 
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
-}
-
-std::vector<std::byte> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
+using tempra::testing::read_file;
+using tempra::testing::temp_path;
 
 // ggml writes a file with every scalar type, arrays (numeric, bool, string) and f32, f16 and
 // q8_0 tensors; alignment as given.

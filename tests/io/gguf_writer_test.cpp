@@ -2,6 +2,8 @@
 // re-emission of files read back (GgufWriter::from). ggml's own files: gguf_oracle_test.cpp.
 #include <gtest/gtest.h>
 
+#include "support/files.h"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,22 +17,13 @@
 namespace tempra::io {
 namespace {
 
+using tempra::testing::read_file;
+using tempra::testing::temp_path;
+
 using testing::GgufBuilder;
 
 std::shared_ptr<const void> no_owner(const std::vector<std::byte>& b) {
   return std::shared_ptr<const void>(b.data(), [](const void*) {});
-}
-
-std::vector<std::byte> read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  if (!c.empty()) std::memcpy(b.data(), c.data(), c.size());
-  return b;
-}
-
-std::filesystem::path temp_path(const std::string& name) {
-  return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
 }
 
 TEST(GgufWriter, files_it_wrote_round_trip_byte_identically) {

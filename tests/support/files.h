@@ -1,0 +1,30 @@
+// tests/support/files.h: small file helpers the tests share.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace tempra::testing {
+
+// The whole file's bytes (empty if it cannot be read).
+inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  const std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  if (!chars.empty()) std::memcpy(bytes.data(), chars.data(), chars.size());
+  return bytes;
+}
+
+// A .gguf path in the temporary directory, unique to this process.
+inline std::filesystem::path temp_path(const std::string& name) {
+  return std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()) + ".gguf");
+}
+
+}  // namespace tempra::testing
