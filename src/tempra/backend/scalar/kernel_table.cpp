@@ -21,7 +21,4 @@ const Kernels& scalar_kernels() {
   return table;
 }
 
-// Until the native backend lands (its own issue), every backend resolves to the scalar table.
-const Kernels& kernels_for(Backend) { return scalar_kernels(); }
-
 }  // namespace tempra

@@ -1,0 +1,271 @@
+// tempra/backend/native/gemm.cpp: the native f32 matrix multiply.
+//
+// Two paths, chosen by shape alone (never by thread count, so results are identical for any
+// number of threads):
+//
+// - Packed (m > kSkinnyRows): the Goto/BLIS loop nest. For each kKc-deep slice of k and kNc-wide
+//   slice of n, a panel of b is packed once into kNr-column strips (shared by all threads); each
+//   task packs a kMc-row block of a into kMr-row strips and runs the register-tiled micro-kernel
+//   over it: kMr x kNr accumulators live in registers for the whole slice, each step broadcasts
+//   kMr values of a and loads kNr/lanes vectors of b. The first slice stores into c, later ones
+//   add to it, so every c[i, j] is sum over slices (in order) of an in-order fused-multiply-add
+//   chain: one fixed order whatever the blocking of m and n and the threads.
+// - Skinny (m <= kSkinnyRows, the decode and short-prompt case), no packing of b, which would
+//   cost as much as the product: if b's rows are contiguous (b[k, n] row-major), the micro-kernel
+//   reads them in place; if its columns are (b = w^T with w[n, k] row-major, how weights are
+//   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, four rows of
+//   each at a time.
+//
+// Against the scalar kernel (plain multiply-add in increasing p) the difference is rounding
+// only: |native - scalar| <= ~2 k eps sum_p |a_ip b_pj| (tests/backend/native_parity_test.cpp).
+#include <algorithm>
+
+#include "tempra/backend/native/native.h"
+#include "tempra/backend/native/scratch.h"
+#include "tempra/backend/native/simd.h"
+
+#ifdef TEMPRA_SIMD_ARM
+namespace tempra::native {
+namespace {
+
+using namespace simd;
+
+#if TEMPRA_SIMD_AVX512
+constexpr int kMr = 8, kNv = 3;  // 24 accumulators of 32 registers
+#elif TEMPRA_SIMD_AVX2
+constexpr int kMr = 6, kNv = 2;  // 12 accumulators of 16 registers
+#else
+constexpr int kMr = 8, kNv = 3;  // NEON: 24 accumulators of 32 registers
+#endif
+constexpr int kNr = kNv * kLanes;
+constexpr int64_t kKc = 384;                      // a kMr x kKc strip + kKc x kNr strip fit in L1/L2
+constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc stays in L2
+constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
+constexpr int64_t kSkinnyRows = 32;
+
+// c[rows, cols] (+)= a[rows, kc] . b[kc, cols] for rows <= MR, cols <= kNr. a(i, p) is
+// a[i * a_row + p * a_col]; b(p, j) is b[p * b_row + j] (kNr valid floats per p, zero-padded
+// past cols when packed).
+template <int MR>
+inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t b_row,
+                         float* c, int64_t ldc, int cols, bool accumulate) {
+  V acc[MR][kNv];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) acc[i][v] = zero();
+  for (int64_t p = 0; p < kc; ++p) {
+    V bv[kNv];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) bv[v] = load(b + p * b_row + v * kLanes);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const V ai = set1(a[i * a_row + p * a_col]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v) acc[i][v] = fma(ai, bv[v], acc[i][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* ci = c + i * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v < kNv; ++v) {
+      const int n = std::min(kLanes, cols - v * kLanes);
+      if (n <= 0) break;
+      if (n == kLanes) store(ci + v * kLanes, accumulate ? add(load(ci + v * kLanes), acc[i][v]) : acc[i][v]);
+      else store_partial(ci + v * kLanes, accumulate ? add(load_partial(ci + v * kLanes, n), acc[i][v]) : acc[i][v], n);
+    }
+  }
+}
+
+using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int,
+                             bool);
+
+// micro_kernel<rows> for rows in 1..kMr: direct (unpacked) reads of a must not touch rows past m.
+template <int... R>
+constexpr auto make_kernels(std::integer_sequence<int, R...>) {
+  return std::array<MicroKernel, sizeof...(R)>{&micro_kernel<R + 1>...};
+}
+constexpr auto kKernelsByRows = make_kernels(std::make_integer_sequence<int, kMr>{});
+
+// Packs b[p0 : p0 + kc, j0 : j0 + nc] into kNr-column strips: strip s holds b(p, j0 + s kNr + j)
+// at [s][p][j], zero past n.
+void pack_b(const float* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+            float* packed, ThreadPool& pool) {
+  const int64_t strips = (nc + kNr - 1) / kNr;
+  pool.parallel_for(strips, std::max<int64_t>(1, 4096 / kc), [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) {
+      float* dst = packed + s * kc * kNr;
+      const int64_t width = std::min<int64_t>(kNr, nc - s * kNr);
+      const float* src = b + p0 * b_row + (j0 + s * kNr) * b_col;
+      if (b_col == 1) {
+        for (int64_t p = 0; p < kc; ++p) {
+          std::copy(src + p * b_row, src + p * b_row + width, dst + p * kNr);
+          std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
+        }
+      } else {  // walk each column of b along its own stride
+        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
+        for (int64_t j = 0; j < width; ++j)
+          for (int64_t p = 0; p < kc; ++p) dst[p * kNr + j] = src[p * b_row + j * b_col];
+      }
+    }
+  });
+}
+
+// Packs a[i0 : i0 + mc, p0 : p0 + kc] into kMr-row strips: strip s holds a(i0 + s kMr + i, p)
+// at [s][p][i], zero past m.
+void pack_a(const float* a, int64_t a_row, int64_t a_col, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* packed) {
+  for (int64_t s = 0; s * kMr < mc; ++s) {
+    float* dst = packed + s * kc * kMr;
+    const int64_t height = std::min<int64_t>(kMr, mc - s * kMr);
+    const float* src = a + (i0 + s * kMr) * a_row + p0 * a_col;
+    if (height < kMr) std::fill(dst, dst + kc * kMr, 0.0f);
+    for (int64_t i = 0; i < height; ++i)
+      for (int64_t p = 0; p < kc; ++p) dst[p * kMr + i] = src[i * a_row + p * a_col];
+  }
+}
+
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                 int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t row_blocks = (m + kMc - 1) / kMc;
+  float* packed_b = thread_scratch(0).floats(kKc * ((std::min(n, kNc) + kNr - 1) / kNr) * kNr);
+  for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+    const int64_t nc = std::min(kNc, n - j0);
+    const int64_t strips = (nc + kNr - 1) / kNr;
+    // Split the panel's strips into column groups so that small-m products still give every
+    // thread work; each task re-packs its a block, which costs 1/group_strips of its compute.
+    const int64_t groups = std::clamp<int64_t>(2 * pool.size() / row_blocks, 1, std::max<int64_t>(1, strips / 8));
+    const int64_t strips_per_group = (strips + groups - 1) / groups;
+    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+      const int64_t kc = std::min(kKc, k - p0);
+      pack_b(b, b_row, b_col, p0, kc, j0, nc, packed_b, pool);
+      pool.parallel_for(row_blocks * groups, 1, [&](int64_t first, int64_t last) {
+        float* packed_a = thread_scratch(1).floats(kKc * kMc);
+        for (int64_t task = first; task < last; ++task) {
+          const int64_t i0 = (task / groups) * kMc, mc = std::min(kMc, m - i0);
+          const int64_t s0 = (task % groups) * strips_per_group, s1 = std::min(strips, s0 + strips_per_group);
+          if (s0 >= s1) continue;
+          pack_a(a, a_row, a_col, i0, mc, p0, kc, packed_a);
+          for (int64_t s = s0; s < s1; ++s) {
+            const int64_t j = j0 + s * kNr;
+            const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j));
+            for (int64_t r = 0; r < mc; r += kMr) {
+              const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r));
+              kKernelsByRows[rows - 1](kc, packed_a + (r / kMr) * kc * kMr, 1, kMr, packed_b + s * kc * kNr, kNr,
+                                       c + (i0 + r) * ldc + j, ldc, cols, p0 > 0);
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+// Skinny, b row-major: the micro-kernel reads a and b in place, one kNr-column strip per task.
+// Columns past n would be read from b, so the last strip (narrower than kNr) goes through a
+// small zero-padded copy.
+void gemm_skinny_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                      int64_t b_row, float* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t strips = (n + kNr - 1) / kNr;
+  const int64_t grain = std::max<int64_t>(1, 32768 / (k * m + 1));
+  pool.parallel_for(strips, grain, [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s) {
+      const int64_t j = s * kNr;
+      const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j));
+      const float* bs = b + j;
+      int64_t bs_row = b_row;
+      if (cols < kNr) {
+        float* tail = thread_scratch(2).floats(k * kNr);
+        for (int64_t p = 0; p < k; ++p) {
+          std::copy(b + p * b_row + j, b + p * b_row + j + cols, tail + p * kNr);
+          std::fill(tail + p * kNr + cols, tail + (p + 1) * kNr, 0.0f);
+        }
+        bs = tail;
+        bs_row = kNr;
+      }
+      for (int64_t i = 0; i < m; i += kMr) {
+        const int rows = static_cast<int>(std::min<int64_t>(kMr, m - i));
+        kKernelsByRows[rows - 1](k, a + i * a_row, a_row, a_col, bs, bs_row, c + i * ldc + j, ldc, cols, false);
+      }
+    }
+  });
+}
+
+// sum_p x[p] y[p] for R rows x and C rows y at once, k-contiguous; out[r][c].
+template <int R, int C>
+inline void dot_tile(int64_t k, const float* const* x, const float* const* y, float out[R][C]) {
+  V acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < C; ++q) acc[r][q] = zero();
+  int64_t p = 0;
+  for (; p + kLanes <= k; p += kLanes) {
+    V yv[C];
+    for (int q = 0; q < C; ++q) yv[q] = load(y[q] + p);
+    for (int r = 0; r < R; ++r) {
+      const V xv = load(x[r] + p);
+      for (int q = 0; q < C; ++q) acc[r][q] = fma(xv, yv[q], acc[r][q]);
+    }
+  }
+  if (p < k) {
+    const int tail = static_cast<int>(k - p);
+    V yv[C];
+    for (int q = 0; q < C; ++q) yv[q] = load_partial(y[q] + p, tail);
+    for (int r = 0; r < R; ++r) {
+      const V xv = load_partial(x[r] + p, tail);
+      for (int q = 0; q < C; ++q) acc[r][q] = fma(xv, yv[q], acc[r][q]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < C; ++q) out[r][q] = reduce_add(acc[r][q]);
+}
+
+// Skinny, b = w^T with w[n, k] row-major (b_row == 1): c[i, j] = dot(a_i, w_j). Rows of a are
+// made contiguous first when they are not (m x k floats: small).
+void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* w,
+                      int64_t w_row, float* c, int64_t ldc, ThreadPool& pool) {
+  if (a_col != 1) {
+    float* copy = thread_scratch(3).floats(m * k);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p) copy[i * k + p] = a[i * a_row + p * a_col];
+    a = copy;
+    a_row = k;
+  }
+  constexpr int R = 4, C = 4;
+  const int64_t column_blocks = (n + C - 1) / C;
+  const int64_t grain = std::max<int64_t>(1, 32768 / (k * m + 1));
+  pool.parallel_for(column_blocks, grain, [&](int64_t first, int64_t last) {
+    for (int64_t jb = first; jb < last; ++jb) {
+      const int64_t j0 = jb * C;
+      const int cols = static_cast<int>(std::min<int64_t>(C, n - j0));
+      const float* y[C];
+      for (int q = 0; q < C; ++q) y[q] = w + (j0 + std::min(q, cols - 1)) * w_row;  // repeat the last row
+      for (int64_t i0 = 0; i0 < m; i0 += R) {
+        const int rows = static_cast<int>(std::min<int64_t>(R, m - i0));
+        const float* x[R];
+        for (int r = 0; r < R; ++r) x[r] = a + (i0 + std::min(r, rows - 1)) * a_row;
+        float out[R][C];
+        dot_tile<R, C>(k, x, y, out);
+        for (int r = 0; r < rows; ++r)
+          for (int q = 0; q < cols; ++q) c[(i0 + r) * ldc + j0 + q] = out[r][q];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+          int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  if (m <= kSkinnyRows && b_col == 1) return gemm_skinny_rows(m, n, k, a, a_row, a_col, b, b_row, c, ldc, pool);
+  if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, pool);
+  gemm_packed(m, n, k, a, a_row, a_col, b, b_row, b_col, c, ldc, pool);
+}
+
+}  // namespace tempra::native
+#endif  // TEMPRA_SIMD_ARM

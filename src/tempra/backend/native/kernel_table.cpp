@@ -1,0 +1,39 @@
+// tempra/backend/native/kernel_table.cpp: the native kernel table: the scalar table with the
+// SIMD kernels of this build's arm written over it.
+#include "tempra/backend/native/native.h"
+#include "tempra/backend/native/simd.h"
+
+// TEMPRA_NATIVE_BACKEND: set by CMake unless the build asked for the scalar backend alone.
+#if defined(TEMPRA_SIMD_ARM) && TEMPRA_NATIVE_BACKEND
+#define TEMPRA_NATIVE_KERNELS 1
+#endif
+
+namespace tempra {
+namespace native {
+
+#if TEMPRA_NATIVE_KERNELS
+const char* simd_arm() { return TEMPRA_SIMD_ARM; }
+#else
+const char* simd_arm() { return nullptr; }
+#endif
+
+namespace {
+
+Kernels make_native_kernels() {
+  Kernels table = scalar_kernels();
+  table.name = "native";
+#if TEMPRA_NATIVE_KERNELS
+  table.f32.gemm = &native::gemm;
+#endif
+  return table;
+}
+
+}  // namespace
+}  // namespace native
+
+const Kernels& kernels_for(Backend backend) {
+  static const Kernels native_table = native::make_native_kernels();
+  return backend == Backend::native ? native_table : scalar_kernels();
+}
+
+}  // namespace tempra
