@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# scripts/test-native-arms.sh: builds and runs the native backend's parity tests on the SIMD arms
+# this host does not select by itself (src/tempra/backend/native/simd.h):
+#
+#   neon  cross-compiled for aarch64 (cmake/aarch64-linux-gnu.cmake) into build/neon and run
+#         under qemu-aarch64; the cross build has only the libraries and the parity tests
+#   avx2  the `avx2` preset (-march=haswell: AVX2 + FMA, no AVX-512) in build/avx2
+#
+# Installs the cross toolchain, qemu-user and GoogleTest's sources if missing (sudo when not
+# root). Exits non-zero if anything fails to build or any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}  # JOBS=1 on a busy machine
+# The parity test binaries (tests/backend/CMakeLists.txt); the only tests a cross build has.
+targets=(backend_native_parity_test)
+
+packages=(cmake ninja-build g++-aarch64-linux-gnu qemu-user googletest)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+echo "== neon (aarch64, qemu) =="
+cmake -S . -B build/neon -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DTEMPRA_ARCH=-march=armv8-a
+cmake --build build/neon -j "$jobs" --target "${targets[@]}"
+# ctest starts each test through CMAKE_CROSSCOMPILING_EMULATOR (qemu-aarch64 -L ...).
+ctest --test-dir build/neon -j "$jobs" --output-on-failure --no-tests=error
+
+echo "== avx2 =="
+cmake --preset avx2
+cmake --build build/avx2 -j "$jobs" --target "${targets[@]}"
+# The avx2 build configures the whole suite; run just the parity binaries, not all of ctest.
+for t in "${targets[@]}"; do
+  "build/avx2/tests/backend/$t"
+done
+echo "native arms: all parity tests passed"
