@@ -23,7 +23,16 @@ Kernels make_native_kernels() {
   Kernels table = scalar_kernels();
   table.name = "native";
 #if TEMPRA_NATIVE_KERNELS
+  table.f32.unary = &native::unary;
+  table.f32.binary = &native::binary;
+  table.f32.reduce = &native::reduce;
+  table.f32.softmax = &native::softmax;
   table.f32.gemm = &native::gemm;
+  table.f32.rms_norm = &native::rms_norm;
+  table.f32.layer_norm = &native::layer_norm;
+  table.f32.rope = &native::rope;
+  table.f32.attention = &native::attention;
+  table.f32.cross_entropy = &native::cross_entropy;
 #endif
   return table;
 }

@@ -14,6 +14,21 @@ namespace tempra::native {
 // and the native table is the scalar one.
 const char* simd_arm();
 
+void unary(UnaryOp op, TensorRef<const float> in, TensorRef<float> out, ThreadPool& pool);
+void binary(BinaryOp op, TensorRef<const float> a, TensorRef<const float> b, TensorRef<float> out, ThreadPool& pool);
+void reduce(ReduceOp op, const float* in, int64_t outer, int64_t n, int64_t inner, int64_t correction, float* out,
+            ThreadPool& pool);
+void softmax(TensorRef<const float> in, const SoftmaxArgs<float>& args, float* out, ThreadPool& pool);
+void cross_entropy(const float* logits, int64_t rows, int64_t classes, const int64_t* targets, int64_t ignore_index,
+                   float* loss, ThreadPool& pool);
+void rms_norm(const float* in, int64_t rows, int64_t n, const float* weight, double eps, float* out,
+              ThreadPool& pool);
+void layer_norm(const float* in, int64_t rows, int64_t n, const float* weight, const float* bias, double eps,
+                float* out, ThreadPool& pool);
+void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
+          const RopeParams& params, float* out, ThreadPool& pool);
+void attention(const float* q, const float* k, const float* v, const AttentionShape& shape, TensorRef<const float> mask,
+               bool causal, double scale, float* scores, float* out, ThreadPool& pool);
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool);
 

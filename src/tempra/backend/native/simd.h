@@ -63,6 +63,12 @@ inline V scale_pow2(V a, V n) { return _mm512_scalef_ps(a, n); }
 using Mask = __mmask16;
 inline Mask is_nan(V a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
 inline Mask less(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+inline Mask greater(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+// |mag| with the sign bit of `sign`.
+inline V copysign(V mag, V sign) {
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(mag), _mm512_castps_si512(sign),
+                                                       _mm512_set1_epi32(0x7fffffff), 0xe4));  // mask ? mag : sign
+}
 inline V select(Mask m, V if_true, V if_false) { return _mm512_mask_blend_ps(m, if_false, if_true); }
 // Lanes 8..15 folded onto 0..7 (a lane shuffle, not an extract: g++ 12 warns on the latter).
 inline __m256 fold_halves_add(V v) { return _mm512_castps512_ps256(_mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e))); }
@@ -118,6 +124,11 @@ inline V scale_pow2(V a, V n) {
 using Mask = __m256;
 inline Mask is_nan(V a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
 inline Mask less(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+inline Mask greater(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+inline V copysign(V mag, V sign) {
+  const V sign_bit = _mm256_set1_ps(-0.0f);
+  return _mm256_or_ps(_mm256_andnot_ps(sign_bit, mag), _mm256_and_ps(sign_bit, sign));
+}
 inline V select(Mask m, V if_true, V if_false) { return _mm256_blendv_ps(if_false, if_true, m); }
 inline float reduce_add(V v) {
   __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -173,6 +184,8 @@ inline V scale_pow2(V a, V n) {
 using Mask = uint32x4_t;
 inline Mask is_nan(V a) { return vmvnq_u32(vceqq_f32(a, a)); }
 inline Mask less(V a, V b) { return vcltq_f32(a, b); }
+inline Mask greater(V a, V b) { return vcgtq_f32(a, b); }
+inline V copysign(V mag, V sign) { return vbslq_f32(vdupq_n_u32(0x7fffffff), mag, sign); }
 inline V select(Mask m, V if_true, V if_false) { return vbslq_f32(m, if_true, if_false); }
 inline float reduce_add(V v) {
   const float32x2_t s2 = vadd_f32(vget_low_f32(v), vget_high_f32(v));

@@ -1,0 +1,195 @@
+// tempra/backend/native/neural.cpp: rms_norm, layer_norm, rope and attention.
+//
+// - rms_norm / layer_norm: the row statistics are vector sums (row_math.h: reassociated), the
+//   scaling is the scalar expression lane by lane. Within ~n eps relative of scalar.
+// - rope: cos/sin come from the same double-precision expression as scalar's, computed once
+//   per position instead of once per head, and the rotation is the same two products and one
+//   sum or difference per element (native and scalar are both compiled with -ffp-contract=off,
+//   so neither fuses them): bitwise equal to scalar.
+// - attention: one pass over the keys with an online softmax (Milakov & Gimelshein 2018; the
+//   FlashAttention recurrence): a running maximum m, normalizer l and output accumulator per
+//   query, rescaled by exp(m_old - m_new) when the maximum grows, so no [Tq, Tk] score matrix
+//   is materialized. A task is one (batch, kv head, tile of query positions): the tile's query
+//   heads that share the kv head (grouped-query attention) and positions walk the keys together
+//   in blocks, so each key and value row is loaded once per tile rather than once per query.
+//   Within ~1e-5 relative of scalar's exact softmax (bound in the parity test).
+#include <cmath>
+#include <limits>
+
+#include "tempra/backend/native/native.h"
+#include "tempra/backend/native/row_math.h"
+#include "tempra/backend/native/scratch.h"
+#include "tempra/backend/scalar/scalar.h"
+
+#ifdef TEMPRA_SIMD_ARM
+namespace tempra::native {
+namespace {
+
+using namespace simd;
+
+// y[j] = x[j] * inv (* w[j]) (+ b[j]), lane by lane in scalar's order.
+inline void scale_row(const float* x, float inv, float shift, const float* w, const float* b, float* y, int64_t n) {
+  const V vinv = set1(inv), vshift = set1(shift);
+  auto one = [&](V v, const float* wj, const float* bj, int count) {
+    V r = mul(sub(v, vshift), vinv);
+    if (w) r = mul(r, count == kLanes ? load(wj) : load_partial(wj, count));
+    if (b) r = add(r, count == kLanes ? load(bj) : load_partial(bj, count));
+    return r;
+  };
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) store(y + j, one(load(x + j), w + j, b + j, kLanes));
+  if (j < n) store_partial(y + j, one(load_partial(x + j, int(n - j)), w + j, b + j, int(n - j)), int(n - j));
+}
+
+constexpr int kQueryTile = 8;    // query positions per attention task
+constexpr int kMaxTileRows = 64;  // query heads per kv head x positions, at most
+constexpr int kKeyBlock = 64;
+
+}  // namespace
+
+void rms_norm(const float* in, int64_t rows, int64_t n, const float* weight, double eps, float* out,
+              ThreadPool& pool) {
+  pool.parallel_for(rows, scalar::rows_per_chunk(n), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* x = in + r * n;
+      const float inv = 1.0f / std::sqrt(row_sum_squares(x, n) / float(n) + float(eps));
+      scale_row(x, inv, 0.0f, weight, nullptr, out + r * n, n);
+    }
+  });
+}
+
+void layer_norm(const float* in, int64_t rows, int64_t n, const float* weight, const float* bias, double eps,
+                float* out, ThreadPool& pool) {
+  pool.parallel_for(rows, scalar::rows_per_chunk(n), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) {
+      const float* x = in + r * n;
+      const float mean = row_sum(x, n) / float(n);
+      const float inv = 1.0f / std::sqrt(row_sum_squared_deviations(x, n, mean) / float(n) + float(eps));
+      scale_row(x, inv, mean, weight, bias, out + r * n, n);
+    }
+  });
+}
+
+void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
+          const RopeParams& params, float* out, ThreadPool& pool) {
+  const int64_t half = params.n_dims / 2;
+  pool.parallel_for(outer * seq, scalar::rows_per_chunk(heads * head_dim), [&](int64_t first, int64_t last) {
+    float* table = thread_scratch(2).floats(2 * half);  // cos then sin, for this position
+    float *cosines = table, *sines = table + half;
+    for (int64_t row = first; row < last; ++row) {
+      const double pos = static_cast<double>(positions[row % seq]) * params.freq_scale;
+      for (int64_t i = 0; i < half; ++i) {
+        const double theta = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) /
+                                                                  static_cast<double>(params.n_dims));
+        cosines[i] = static_cast<float>(std::cos(theta));
+        sines[i] = static_cast<float>(std::sin(theta));
+      }
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* x = in + (row * heads + h) * head_dim;
+        float* y = out + (row * heads + h) * head_dim;
+        int64_t i = 0;
+        if (params.mode == RopeMode::neox) {
+          for (; i + kLanes <= half; i += kLanes) {
+            const V x0 = load(x + i), x1 = load(x + i + half), c = load(cosines + i), s = load(sines + i);
+            store(y + i, sub(mul(x0, c), mul(x1, s)));
+            store(y + i + half, add(mul(x0, s), mul(x1, c)));
+          }
+        }
+        for (; i < half; ++i) {
+          const int64_t i0 = params.mode == RopeMode::normal ? 2 * i : i;
+          const int64_t i1 = params.mode == RopeMode::normal ? 2 * i + 1 : i + half;
+          const float x0 = x[i0], x1 = x[i1];
+          y[i0] = x0 * cosines[i] - x1 * sines[i];
+          y[i1] = x0 * sines[i] + x1 * cosines[i];
+        }
+        for (int64_t j = params.n_dims; j < head_dim; ++j) y[j] = x[j];
+      }
+    }
+  });
+}
+
+void attention(const float* q, const float* k, const float* v, const AttentionShape& s, TensorRef<const float> mask,
+               bool causal, double scale, float* scores, float* out, ThreadPool& pool) {
+  const int64_t group = s.q_heads / s.kv_heads;
+  if (group > kMaxTileRows) return scalar::attention(q, k, v, s, mask, causal, scale, scores, out, pool);
+  const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kQueryTile, kMaxTileRows / group));
+  const int64_t tiles = (s.q_len + tile - 1) / tile;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const Dims& ms = mask.strides;
+  const int64_t D = s.head_dim, Dv = s.value_dim;
+  pool.parallel_for(s.batch * s.kv_heads * tiles, 1, [&](int64_t first, int64_t last) {
+    float* acc_all = thread_scratch(3).floats(kMaxTileRows * Dv);
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t t = task % tiles, kv = (task / tiles) % s.kv_heads, b = task / (tiles * s.kv_heads);
+      const int64_t i0 = t * tile, positions = std::min(tile, s.q_len - i0), rows = group * positions;
+      const float* keys = k + (b * s.kv_heads + kv) * s.kv_len * D;
+      const float* values = v + (b * s.kv_heads + kv) * s.kv_len * Dv;
+      // Row r of the tile: query head h = kv * group + r / positions, position i = i0 + r % positions.
+      const float* q_rows[kMaxTileRows];
+      const float* mask_rows[kMaxTileRows];
+      int64_t visible[kMaxTileRows];
+      float m[kMaxTileRows], l[kMaxTileRows];
+      int64_t key_end = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t h = kv * group + r / positions, i = i0 + r % positions;
+        q_rows[r] = q + ((b * s.q_heads + h) * s.q_len + i) * D;
+        mask_rows[r] = mask.data ? mask.data + b * ms[0] + h * ms[1] + i * ms[2] : nullptr;
+        visible[r] = causal ? i + (s.kv_len - s.q_len) + 1 : s.kv_len;
+        key_end = std::max(key_end, mask.data ? s.kv_len : std::min(visible[r], s.kv_len));
+        m[r] = neg_inf;
+        l[r] = 0.0f;
+        std::fill(acc_all + r * Dv, acc_all + (r + 1) * Dv, 0.0f);
+      }
+      float block[kKeyBlock];
+      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
+        const int64_t j1 = std::min<int64_t>(key_end, j0 + kKeyBlock);
+        for (int64_t r = 0; r < rows; ++r) {
+          // Scores of this row against the block, exactly as scalar forms them before the softmax.
+          float block_max = neg_inf;
+          for (int64_t j = j0; j < j1; ++j) {
+            float score = neg_inf;
+            if (j < visible[r]) {
+              const float* kr = keys + j * D;
+              V dot = zero();
+              int64_t d = 0;
+              for (; d + kLanes <= D; d += kLanes) dot = fma(load(q_rows[r] + d), load(kr + d), dot);
+              if (d < D) dot = fma(load_partial(q_rows[r] + d, int(D - d)), load_partial(kr + d, int(D - d)), dot);
+              score = reduce_add(dot) * float(scale);
+            }
+            if (mask_rows[r]) score += mask_rows[r][j * ms[3]];
+            block[j - j0] = score;
+            block_max = std::max(block_max, score);
+          }
+          if (block_max == neg_inf) continue;  // nothing visible here: adds exp(-inf) = 0
+          const float m_new = std::max(m[r], block_max);
+          const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
+          const float block_sum = row_exp_in_place(block, j1 - j0, m_new);  // block[j] = p_j
+          // acc = acc * correction + sum_j p_j v_j, vector by vector over the value dimension.
+          float* acc = acc_all + r * Dv;
+          for (int64_t d = 0; d < Dv; d += kLanes) {
+            const int count = int(std::min<int64_t>(kLanes, Dv - d));
+            V a = mul(count == kLanes ? load(acc + d) : load_partial(acc + d, count), set1(correction));
+            for (int64_t j = j0; j < j1; ++j) {
+              const float* vr = values + j * Dv + d;
+              a = fma(set1(block[j - j0]), count == kLanes ? load(vr) : load_partial(vr, count), a);
+            }
+            if (count == kLanes) store(acc + d, a);
+            else store_partial(acc + d, a, count);
+          }
+          l[r] = l[r] * correction + block_sum;
+          m[r] = m_new;
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t h = kv * group + r / positions, i = i0 + r % positions;
+        float* o = out + ((b * s.q_heads + h) * s.q_len + i) * Dv;
+        // A row that saw no finite score: scalar's softmax is 0/0 there; keep its NaN.
+        const float inv = m[r] == neg_inf ? std::numeric_limits<float>::quiet_NaN() : 1.0f / l[r];
+        scale_row(acc_all + r * Dv, inv, 0.0f, nullptr, nullptr, o, Dv);
+      }
+    }
+  });
+}
+
+}  // namespace tempra::native
+#endif  // TEMPRA_SIMD_ARM

@@ -1,0 +1,124 @@
+// tests/backend/native_neural_parity_test.cpp: native rms_norm, layer_norm, rope and attention
+// against scalar.
+//
+// Tolerances: rope is bitwise (same cos/sin, same products); the norms reassociate one sum of
+// n terms: 1e-5 relative + 1e-6 absolute; attention uses an online softmax and FMA dot
+// products: 2e-5 relative + 2e-6 absolute on outputs of magnitude ~1. 1 and 2 threads bitwise.
+#include "backend/parity.h"
+
+namespace tempra {
+namespace {
+
+using parity::sizes;
+
+TEST(NativeNormParity, RmsAndLayerNormEverySize) {
+  for (int64_t n : sizes()) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const int64_t rows = 5;
+    const auto x = parity::random_floats(rows * n, n, -3, 3);
+    const auto w = parity::random_floats(n, n + 1, 0.5f, 1.5f), b = parity::random_floats(n, n + 2);
+    ThreadPool one(1), two(2);
+    for (int variant = 0; variant < 4; ++variant) {
+      const float* weight = variant % 2 ? w.data() : nullptr;
+      std::vector<float> want(rows * n), got(rows * n), got2(rows * n);
+      if (variant < 2) {
+        parity::scalar_f32().rms_norm(x.data(), rows, n, weight, 1e-6, want.data(), one);
+        parity::native_f32().rms_norm(x.data(), rows, n, weight, 1e-6, got.data(), one);
+        parity::native_f32().rms_norm(x.data(), rows, n, weight, 1e-6, got2.data(), two);
+      } else {
+        const float* bias = variant == 3 ? b.data() : nullptr;
+        parity::scalar_f32().layer_norm(x.data(), rows, n, weight, bias, 1e-5, want.data(), one);
+        parity::native_f32().layer_norm(x.data(), rows, n, weight, bias, 1e-5, got.data(), one);
+        parity::native_f32().layer_norm(x.data(), rows, n, weight, bias, 1e-5, got2.data(), two);
+      }
+      EXPECT_TRUE(parity::within(got, want, parity::relative_bound(want, 1e-5, 1e-6))) << "variant " << variant;
+      EXPECT_TRUE(parity::bitwise_equal(got2, got));
+    }
+  }
+}
+
+TEST(NativeRopeParity, BitwiseBothModesPartialDims) {
+  for (int64_t head_dim : {2, 8, 16, 32, 64, 128}) {
+    for (RopeMode mode : {RopeMode::neox, RopeMode::normal}) {
+      for (int64_t n_dims : {head_dim, head_dim / 2}) {
+        if (n_dims % 2) continue;
+        const int64_t outer = 2, seq = 17, heads = 3;
+        const auto x = parity::random_floats(outer * seq * heads * head_dim, head_dim + n_dims);
+        std::vector<int32_t> positions(seq);
+        for (int64_t i = 0; i < seq; ++i) positions[i] = int32_t(i * 977 + 3);  // far positions too
+        RopeParams params;
+        params.mode = mode;
+        params.n_dims = n_dims;
+        params.freq_base = 1e6;
+        std::vector<float> want(x.size()), got(x.size()), got2(x.size());
+        ThreadPool one(1), two(2);
+        parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, want.data(), one);
+        parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got.data(), one);
+        parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got2.data(), two);
+        EXPECT_TRUE(parity::bitwise_equal(got, want)) << "head_dim " << head_dim << " n_dims " << n_dims;
+        EXPECT_TRUE(parity::bitwise_equal(got2, got));
+      }
+    }
+  }
+}
+
+void check_attention(AttentionShape s, bool causal, bool with_mask) {
+  SCOPED_TRACE("Hq " + std::to_string(s.q_heads) + " Hkv " + std::to_string(s.kv_heads) + " Tq " +
+               std::to_string(s.q_len) + " Tk " + std::to_string(s.kv_len) + " D " + std::to_string(s.head_dim) +
+               (causal ? " causal" : "") + (with_mask ? " mask" : ""));
+  const auto q = parity::random_floats(s.batch * s.q_heads * s.q_len * s.head_dim, 1, -2, 2);
+  const auto k = parity::random_floats(s.batch * s.kv_heads * s.kv_len * s.head_dim, 2, -2, 2);
+  const auto v = parity::random_floats(s.batch * s.kv_heads * s.kv_len * s.value_dim, 3);
+  auto mask = parity::random_floats(s.q_len * s.kv_len, 4, -3, 0);
+  for (size_t i = 0; i < mask.size(); i += 5) mask[i] = -INFINITY;
+  TensorRef<const float> mask_ref;
+  if (with_mask) mask_ref = {mask.data(), {s.batch, s.q_heads, s.q_len, s.kv_len}, {0, 0, s.kv_len, 1}};
+  const size_t out_size = s.batch * s.q_heads * s.q_len * s.value_dim;
+  std::vector<float> scores(s.batch * s.q_heads * s.q_len * s.kv_len);
+  std::vector<float> want(out_size), got(out_size), got2(out_size);
+  ThreadPool one(1), two(2);
+  const double scale = 1.0 / std::sqrt(double(s.head_dim));
+  parity::scalar_f32().attention(q.data(), k.data(), v.data(), s, mask_ref, causal, scale, scores.data(),
+                                 want.data(), one);
+  parity::native_f32().attention(q.data(), k.data(), v.data(), s, mask_ref, causal, scale, scores.data(),
+                                 got.data(), one);
+  parity::native_f32().attention(q.data(), k.data(), v.data(), s, mask_ref, causal, scale, scores.data(),
+                                 got2.data(), two);
+  EXPECT_TRUE(parity::within(got, want, parity::relative_bound(want, 2e-5, 2e-6)));
+  EXPECT_TRUE(parity::bitwise_equal(got2, got));
+}
+
+TEST(NativeAttentionParity, EveryKeyLength) {
+  for (int64_t kv_len : sizes()) {
+    check_attention({1, 4, 2, 3, kv_len, 64, 64}, false, false);
+    check_attention({2, 2, 2, std::min<int64_t>(kv_len, 33), kv_len, 16, 16}, true, false);
+  }
+}
+
+TEST(NativeAttentionParity, EveryHeadDim) {
+  for (int64_t d : sizes())
+    if (d <= 129) check_attention({1, 2, 1, 5, 40, d, d}, true, false);
+}
+
+TEST(NativeAttentionParity, GroupedCausalMaskedPrefillAndDecode) {
+  check_attention({1, 16, 8, 129, 129, 128, 128}, true, false);  // Qwen3-0.6B heads, a prompt
+  check_attention({1, 16, 8, 1, 1000, 128, 128}, true, false);   // one decode step, long cache
+  check_attention({1, 6, 2, 17, 65, 32, 24}, true, true);        // value_dim != head_dim, -inf in mask
+  check_attention({2, 4, 4, 7, 7, 8, 8}, false, true);
+}
+
+TEST(NativeAttentionParity, FullyMaskedRowMatchesScalarNaN) {
+  // Every key masked for the only query: scalar's softmax is 0/0.
+  AttentionShape s{1, 1, 1, 1, 4, 8, 8};
+  const auto q = parity::random_floats(8, 1), k = parity::random_floats(32, 2), v = parity::random_floats(32, 3);
+  const std::vector<float> mask(4, -INFINITY);
+  const TensorRef<const float> mask_ref{mask.data(), {1, 1, 1, 4}, {0, 0, 4, 1}};
+  std::vector<float> scores(4), want(8), got(8);
+  ThreadPool one(1);
+  parity::scalar_f32().attention(q.data(), k.data(), v.data(), s, mask_ref, false, 1.0, scores.data(), want.data(), one);
+  parity::native_f32().attention(q.data(), k.data(), v.data(), s, mask_ref, false, 1.0, scores.data(), got.data(), one);
+  EXPECT_TRUE(parity::bitwise_equal(got, want));
+}
+
+}  // namespace
+}  // namespace tempra
