@@ -7,11 +7,12 @@
 #   avx2  the `avx2` preset (-march=haswell: AVX2 + FMA, no AVX-512) in build/avx2
 #
 # Installs the cross toolchain, qemu-user and GoogleTest's sources if missing (sudo when not
-# root). Exits non-zero if anything fails to build or any test fails.
+# root), and for the avx2 build what scripts/install-deps.sh installs. Exits non-zero if
+# anything fails to build or any test fails. JOBS overrides the build parallelism (nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}  # JOBS=1 on a busy machine
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 # The parity test binaries (tests/backend/CMakeLists.txt); the only tests a cross build has.
 targets=(backend_native_parity_test)
 
@@ -36,6 +37,9 @@ cmake --build build/neon -j "$jobs" --target "${targets[@]}"
 ctest --test-dir build/neon -j "$jobs" --output-on-failure --no-tests=error
 
 echo "== avx2 =="
+# A host build configures the whole suite, which needs the host packages and the llama.cpp
+# oracle even though only the parity tests are built here.
+scripts/install-deps.sh
 cmake --preset avx2
 cmake --build build/avx2 -j "$jobs" --target "${targets[@]}"
 # The avx2 build configures the whole suite; run just the parity binaries, not all of ctest.
