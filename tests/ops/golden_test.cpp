@@ -21,6 +21,7 @@
 #include <mutex>
 
 #include "support/golden.h"
+#include "tempra/backend/kernels.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra {
@@ -264,18 +265,28 @@ std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Torch, GoldenTest, ::testing::ValuesIn(testing::load_all_cases(kFamilies)), case_name);
 
-// Runs every case in one process and prints the worst error per op (for the closing note).
-TEST(GoldenSummary, every_case_runs_and_worst_errors_are_reported) {
-  ExecContext ctx;
+// Runs every case in one process on each backend and prints the worst error per op (for the
+// closing note): the per-case tests above use the default backend, these hold both to torch.
+class GoldenSummary : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(GoldenSummary, every_case_runs_and_worst_errors_are_reported) {
+  ExecContext ctx(ExecOptions{.backend = GetParam()});
+  worst_by_op().clear();
   const auto all = testing::load_all_cases(kFamilies);
   for (const GoldenCase& c : all) check_case(ctx, c);
   int counted = 0;
   for (const auto& [op, w] : worst_by_op()) counted += w.cases;
   EXPECT_EQ(counted, static_cast<int>(all.size()));
-  std::printf("%-28s %6s %12s %12s\n", "family/op", "cases", "max abs err", "max rel err");
+  std::printf("backend %s\n%-28s %6s %12s %12s\n", kernels_for(GetParam()).name, "family/op", "cases",
+              "max abs err", "max rel err");
   for (const auto& [op, w] : worst_by_op())
     std::printf("%-28s %6d %12.3g %12.3g\n", op.c_str(), w.cases, w.abs, w.rel);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, GoldenSummary, ::testing::Values(Backend::scalar, Backend::native),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return std::string(info.param == Backend::scalar ? "scalar" : "native");
+                         });
 
 }  // namespace
 }  // namespace tempra

@@ -15,13 +15,14 @@
 
 namespace tempra {
 
-// Which kernel set runs. `scalar` is the readable specification; `native` (SIMD) arrives with
-// its own issue and must agree with scalar under the tolerances in its parity suite.
+// Which kernel set runs. `scalar` is the readable specification; `native` (SIMD, the default)
+// must agree with it under the tolerances of tests/backend/native_*_parity_test.cpp. A build
+// without a SIMD arm gives native the scalar kernels.
 enum class Backend : uint8_t { scalar, native };
 
 struct ExecOptions {
   int threads = 0;  // 0: ThreadPool::default_thread_count() (TEMPRA_THREADS or physical cores)
-  Backend backend = Backend::scalar;
+  Backend backend = Backend::native;
   uint64_t seed = 0x7e3a;
   size_t max_cached_bytes = size_t{1} << 30;
 };

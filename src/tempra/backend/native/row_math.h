@@ -67,7 +67,6 @@ inline float row_max(const float* x, int64_t n) {
 // max(-x): the row's minimum, negated.
 inline float row_max_negated(const float* x, int64_t n) {
   using namespace simd;
-  const float neg_inf = -std::numeric_limits<float>::infinity();
   const float inf = std::numeric_limits<float>::infinity();
   return reduce_max(fold_row(x, n, inf, [](V v) { return neg(v); }, [](V a, V b) { return max_raw(b, a); }));
 }
