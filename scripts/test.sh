@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the README's second command, and what CI runs. Installs dependencies if
 # missing, then builds and runs the whole suite twice: the host-tuned release build, and a
-# debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then fuzzes the GGUF reader
-# for a minute (scripts/fuzz.sh).
+# debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then runs the native
+# backend's parity suite on the SIMD arms this host does not pick itself (AVX2, and NEON under
+# qemu: scripts/test-native-arms.sh), and fuzzes the GGUF reader for a minute (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +20,9 @@ cmake --preset asan
 cmake --build --preset asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --preset asan -j "$jobs"
+
+echo "== native arms =="
+scripts/test-native-arms.sh
 
 echo "== fuzz =="
 scripts/fuzz.sh 60
