@@ -83,6 +83,52 @@ TEST(NativeGemmParity, LargerThanOneBlock) {
   check_gemm(250, 4200, 17, Layout::row_major, Layout::row_major);
 }
 
+// c = a w^T with w in f16 or bf16: the bound of the f32 GEMM on the widened weights.
+template <class W>
+void check_half_weights(int64_t m, int64_t n, int64_t k) {
+  SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  const int64_t lda = k + 3, ldw = k + 5;  // padded rows: strides are honoured
+  const auto a = parity::random_floats(m * lda, m + k);
+  const auto w_f32 = parity::random_floats(n * ldw, n + k, -2, 2);
+  std::vector<W> w(w_f32.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    if constexpr (std::is_same_v<W, f16_t>) w[i] = to_f16(w_f32[i]);
+    else w[i] = to_bf16(w_f32[i]);
+  }
+  ThreadPool one(1), two(2);
+  std::vector<float> want(m * n), got(m * n, NAN), got2(m * n, NAN);
+  const Kernels &s = scalar_kernels(), &nat = kernels_for(Backend::native);
+  if constexpr (std::is_same_v<W, f16_t>) {
+    s.gemm_f16_weights(m, n, k, a.data(), lda, w.data(), ldw, want.data(), n, one);
+    nat.gemm_f16_weights(m, n, k, a.data(), lda, w.data(), ldw, got.data(), n, one);
+    nat.gemm_f16_weights(m, n, k, a.data(), lda, w.data(), ldw, got2.data(), n, two);
+  } else {
+    s.gemm_bf16_weights(m, n, k, a.data(), lda, w.data(), ldw, want.data(), n, one);
+    nat.gemm_bf16_weights(m, n, k, a.data(), lda, w.data(), ldw, got.data(), n, one);
+    nat.gemm_bf16_weights(m, n, k, a.data(), lda, w.data(), ldw, got2.data(), n, two);
+  }
+  std::vector<double> bound(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) magnitude += std::abs(double(a[i * lda + p]) * to_f32(w[j * ldw + p]));
+      bound[i * n + j] = 2.0 * k * FLT_EPSILON * magnitude + 1e-30;
+    }
+  EXPECT_TRUE(parity::within(got, want, bound));
+  EXPECT_TRUE(parity::bitwise_equal(got2, got)) << "1 vs 2 threads";
+}
+
+TEST(NativeGemmParity, HalfWeightsEverySizeBothPaths) {
+  for (int64_t s : sizes()) {
+    check_half_weights<f16_t>(s <= 64 ? s : 33, 37, s);
+    check_half_weights<bf16_t>(s <= 64 ? s : 33, 37, s);
+    check_half_weights<f16_t>(3, s, 65);
+    check_half_weights<bf16_t>(40, s, 129);
+  }
+  check_half_weights<f16_t>(100, 130, 1000);
+  check_half_weights<bf16_t>(1, 1000, 1000);
+}
+
 TEST(NativeGemmParity, EmptyDepthGivesZeros) {
   ThreadPool pool(1);
   std::vector<float> c(6, NAN);

@@ -13,6 +13,7 @@
 
 #include "tempra/backend/kernel_args.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/core/half.h"
 #include "tempra/core/tensor_ref.h"
 
 namespace tempra {
@@ -54,10 +55,20 @@ struct FloatKernels {
   void (*conv1d)(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool&);
 };
 
+// c[m, n] = a[m, k] . w[n, k]^T with w stored in a 16-bit float format (W = f16_t or bf16_t):
+// the layout of a linear layer's weights. Rows of a (stride lda) and of w (stride ldw) are
+// contiguous; c has row stride ldc. Each weight is widened to f32 exactly and the products
+// accumulate in f32, so the rounding class is that of an f32 GEMM on the widened weights.
+template <class W>
+using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w,
+                                int64_t ldw, float* c, int64_t ldc, ThreadPool&);
+
 struct Kernels {
   const char* name;
   FloatKernels<float> f32;
   FloatKernels<double> f64;
+  HalfWeightGemm<f16_t> gemm_f16_weights;
+  HalfWeightGemm<bf16_t> gemm_bf16_weights;
 };
 
 // The table for a backend. A backend not compiled into this build gets the scalar table.

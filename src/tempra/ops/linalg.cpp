@@ -5,6 +5,7 @@
 
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
+#include "tempra/ops/quantize.h"
 
 namespace tempra {
 
@@ -56,6 +57,39 @@ Array matmul(ExecContext& ctx, const Array& a_in, const Array& b_in) {
   if (b_vector) result = result.squeeze(-1);
   if (a_vector) result = result.squeeze(-2 + (b_vector ? 1 : 0));
   return result;
+}
+
+Array linear(ExecContext& ctx, const Array& x_in, const Array& w_in) {
+  detail::require_float(x_in, "linear", "input");
+  check(w_in.defined() && w_in.rank() == 2, "linear", "weights must be [n, k], got ",
+        w_in.defined() ? to_string(w_in.shape()) : std::string("an empty array"));
+  check(x_in.rank() >= 1 && x_in.dim(-1) == w_in.dim(1), "linear", "input ", x_in.shape(), " does not match weights ",
+        w_in.shape(), " (", w_in.dtype().name(), ") on k");
+  if (w_in.dtype().is_block_quantized()) return matmul_quantized(ctx, x_in, w_in);
+  check(w_in.dtype().is_floating(), "linear", "weights must be floating or block-quantized, got ",
+        w_in.dtype().name());
+  if (w_in.dtype() == DType::f32 || w_in.dtype() == DType::f64) {
+    check(x_in.dtype() == w_in.dtype() || (w_in.dtype() == DType::f32 && detail::is_half(x_in.dtype())), "linear",
+          "input ", x_in.dtype().name(), " with ", w_in.dtype().name(), " weights");
+    return matmul(ctx, detail::widen(ctx, x_in), w_in.transpose(0, 1));
+  }
+  // f16 / bf16 weights: rows must be contiguous for the widening loads.
+  check(x_in.dtype() != DType::f64, "linear", "f64 input with ", w_in.dtype().name(), " weights");
+  const Array w = w_in.strides()[1] == 1 ? w_in : contiguous(ctx, w_in);
+  Array x = detail::widen(ctx, x_in);
+  if (!x.is_contiguous()) x = contiguous(ctx, x);
+  const int64_t k = w.dim(1), n = w.dim(0), rows = k ? x.numel() / k : 0;
+  Dims out_shape = x.shape();
+  out_shape[out_shape.size() - 1] = n;
+  Array out = Array::empty(ctx, out_shape, DType::f32);
+  const Kernels& kernels = kernels_for(ctx.backend());
+  if (w.dtype() == DType::f16)
+    kernels.gemm_f16_weights(rows, n, k, x.data<float>(), k, w.data<f16_t>(), w.strides()[0], out.data<float>(), n,
+                             ctx.threads());
+  else
+    kernels.gemm_bf16_weights(rows, n, k, x.data<float>(), k, w.data<bf16_t>(), w.strides()[0], out.data<float>(), n,
+                              ctx.threads());
+  return out;
 }
 
 Array bmm(ExecContext& ctx, const Array& a, const Array& b) {

@@ -10,6 +10,12 @@
 // It lowers to one batched matmul (a GEMM per batch item): each operand is viewed as
 // [batch, free, contracted] (a strided view when its axes allow, else a copy), multiplied, and
 // the result permuted to the output order.
+//
+// linear is a layer's product with its weights as they are stored in model files: y = x . w^T
+// with w [n, k] (one output per row, ggml's and torch.nn.Linear's layout) in f32, f64, f16,
+// bf16 or any block-quantized format. Half weights are widened in registers, never copied to
+// f32; quantized ones go through matmul_quantized (tempra/ops/quantize.h). x [..., k] may be
+// any floating dtype and layout; the result is [..., n] in f32 (f64 when x and w are f64).
 #pragma once
 
 #include <string_view>
@@ -19,6 +25,7 @@
 namespace tempra {
 
 Array matmul(ExecContext& ctx, const Array& a, const Array& b);
+Array linear(ExecContext& ctx, const Array& x, const Array& w);
 Array bmm(ExecContext& ctx, const Array& a, const Array& b);  // [B, m, k] . [B, k, n]
 Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const Array& b);
 Array einsum(ExecContext& ctx, const Array& a, std::string_view a_labels, const Array& b, std::string_view b_labels,

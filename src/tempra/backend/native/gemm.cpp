@@ -15,10 +15,16 @@
 //   reads them in place; if its columns are (b = w^T with w[n, k] row-major, how weights are
 //   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, four rows of
 //   each at a time.
+// - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
+//   to f32 exactly (in registers on the skinny path, while packing on the other), so the
+//   rounding class and tolerance are those of the f32 GEMM.
 //
 // Against the scalar kernel (plain multiply-add in increasing p) the difference is rounding
 // only: |native - scalar| <= ~2 k eps sum_p |a_ip b_pj| (tests/backend/native_parity_test.cpp).
 #include <algorithm>
+#include <array>
+#include <type_traits>
+#include <utility>
 
 #include "tempra/backend/native/native.h"
 #include "tempra/backend/native/scratch.h"
@@ -42,6 +48,25 @@ constexpr int64_t kKc = 384;                      // a kMr x kKc strip + kKc x k
 constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc stays in L2
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
+
+// b's elements: f32, or a 16-bit float widened to f32 exactly (in registers where vectorized).
+inline float widen(float x) { return x; }
+inline float widen(f16_t x) { return to_f32(x); }
+inline float widen(bf16_t x) { return to_f32(x); }
+inline V load_row(const float* p) { return load(p); }
+inline V load_row(const f16_t* p) { return load_f16(reinterpret_cast<const uint16_t*>(p)); }
+inline V load_row(const bf16_t* p) { return load_bf16(reinterpret_cast<const uint16_t*>(p)); }
+// The first `count` (< kLanes) elements at p, the rest zero.
+template <class B>
+inline V load_row_partial(const B* p, int count) {
+  if constexpr (std::is_same_v<B, float>) {
+    return load_partial(p, count);
+  } else {
+    B lanes[kLanes] = {};
+    std::copy(p, p + count, lanes);
+    return load_row(lanes);
+  }
+}
 
 // c[rows, cols] (+)= a[rows, kc] . b[kc, cols] for rows <= MR, cols <= kNr. a(i, p) is
 // a[i * a_row + p * a_col]; b(p, j) is b[p * b_row + j] (kNr valid floats per p, zero-padded
@@ -90,23 +115,34 @@ constexpr auto kKernelsByRows = make_kernels(std::make_integer_sequence<int, kMr
 
 // Packs b[p0 : p0 + kc, j0 : j0 + nc] into kNr-column strips: strip s holds b(p, j0 + s kNr + j)
 // at [s][p][j], zero past n.
-void pack_b(const float* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+template <class B>
+void pack_b(const B* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
             float* packed, ThreadPool& pool) {
   const int64_t strips = (nc + kNr - 1) / kNr;
   pool.parallel_for(strips, std::max<int64_t>(1, 4096 / kc), [&](int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       float* dst = packed + s * kc * kNr;
       const int64_t width = std::min<int64_t>(kNr, nc - s * kNr);
-      const float* src = b + p0 * b_row + (j0 + s * kNr) * b_col;
-      if (b_col == 1) {
-        for (int64_t p = 0; p < kc; ++p) {
-          std::copy(src + p * b_row, src + p * b_row + width, dst + p * kNr);
-          std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
-        }
-      } else {  // walk each column of b along its own stride
+      const B* src = b + p0 * b_row + (j0 + s * kNr) * b_col;
+      if (width < kNr)
         for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
+      if (b_col == 1) {  // rows of b are contiguous
+        for (int64_t p = 0; p < kc; ++p)
+          for (int64_t j = 0; j < width; ++j) dst[p * kNr + j] = widen(src[p * b_row + j]);
+      } else if (b_row == 1) {  // columns are (b = w^T): widen a vector of each at a time
+        for (int64_t j = 0; j < width; ++j) {
+          const B* column = src + j * b_col;
+          float lanes[kLanes];
+          int64_t p = 0;
+          for (; p + kLanes <= kc; p += kLanes) {
+            store(lanes, load_row(column + p));
+            for (int l = 0; l < kLanes; ++l) dst[(p + l) * kNr + j] = lanes[l];
+          }
+          for (; p < kc; ++p) dst[p * kNr + j] = widen(column[p]);
+        }
+      } else {
         for (int64_t j = 0; j < width; ++j)
-          for (int64_t p = 0; p < kc; ++p) dst[p * kNr + j] = src[p * b_row + j * b_col];
+          for (int64_t p = 0; p < kc; ++p) dst[p * kNr + j] = widen(src[p * b_row + j * b_col]);
       }
     }
   });
@@ -126,7 +162,8 @@ void pack_a(const float* a, int64_t a_row, int64_t a_col, int64_t i0, int64_t mc
   }
 }
 
-void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+template <class B>
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const B* b,
                  int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
   const int64_t row_blocks = (m + kMc - 1) / kMc;
   float* packed_b = thread_scratch(0).floats(kKc * ((std::min(n, kNc) + kNr - 1) / kNr) * kNr);
@@ -192,16 +229,16 @@ void gemm_skinny_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   });
 }
 
-// sum_p x[p] y[p] for R rows x and C rows y at once, k-contiguous; out[r][c].
-template <int R, int C>
-inline void dot_tile(int64_t k, const float* const* x, const float* const* y, float out[R][C]) {
+// sum_p x[p] y[p] for R rows x (f32) and C rows y (f32 or 16-bit floats) at once; out[r][c].
+template <int R, int C, class W>
+inline void dot_tile(int64_t k, const float* const* x, const W* const* y, float out[R][C]) {
   V acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < C; ++q) acc[r][q] = zero();
   int64_t p = 0;
   for (; p + kLanes <= k; p += kLanes) {
     V yv[C];
-    for (int q = 0; q < C; ++q) yv[q] = load(y[q] + p);
+    for (int q = 0; q < C; ++q) yv[q] = load_row(y[q] + p);
     for (int r = 0; r < R; ++r) {
       const V xv = load(x[r] + p);
       for (int q = 0; q < C; ++q) acc[r][q] = fma(xv, yv[q], acc[r][q]);
@@ -210,7 +247,7 @@ inline void dot_tile(int64_t k, const float* const* x, const float* const* y, fl
   if (p < k) {
     const int tail = static_cast<int>(k - p);
     V yv[C];
-    for (int q = 0; q < C; ++q) yv[q] = load_partial(y[q] + p, tail);
+    for (int q = 0; q < C; ++q) yv[q] = load_row_partial(y[q] + p, tail);
     for (int r = 0; r < R; ++r) {
       const V xv = load_partial(x[r] + p, tail);
       for (int q = 0; q < C; ++q) acc[r][q] = fma(xv, yv[q], acc[r][q]);
@@ -222,7 +259,8 @@ inline void dot_tile(int64_t k, const float* const* x, const float* const* y, fl
 
 // Skinny, b = w^T with w[n, k] row-major (b_row == 1): c[i, j] = dot(a_i, w_j). Rows of a are
 // made contiguous first when they are not (m x k floats: small).
-void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* w,
+template <class W>
+void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                       int64_t w_row, float* c, int64_t ldc, ThreadPool& pool) {
   if (a_col != 1) {
     float* copy = thread_scratch(3).floats(m * k);
@@ -238,7 +276,7 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
     for (int64_t jb = first; jb < last; ++jb) {
       const int64_t j0 = jb * C;
       const int cols = static_cast<int>(std::min<int64_t>(C, n - j0));
-      const float* y[C];
+      const W* y[C];
       for (int q = 0; q < C; ++q) y[q] = w + (j0 + std::min(q, cols - 1)) * w_row;  // repeat the last row
       for (int64_t i0 = 0; i0 < m; i0 += R) {
         const int rows = static_cast<int>(std::min<int64_t>(R, m - i0));
@@ -266,6 +304,23 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
   if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, pool);
   gemm_packed(m, n, k, a, a_row, a_col, b, b_row, b_col, c, ldc, pool);
 }
+
+template <class W>
+void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
+                       float* c, int64_t ldc, ThreadPool& pool) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  if (m <= kSkinnyRows) return gemm_skinny_dots(m, n, k, a, lda, 1, w, ldw, c, ldc, pool);
+  gemm_packed(m, n, k, a, lda, 1, w, 1, ldw, c, ldc, pool);
+}
+
+template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,
+                                       float*, int64_t, ThreadPool&);
+template void gemm_half_weights<bf16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const bf16_t*, int64_t,
+                                        float*, int64_t, ThreadPool&);
 
 }  // namespace tempra::native
 #endif  // TEMPRA_SIMD_ARM

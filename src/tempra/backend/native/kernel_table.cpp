@@ -33,6 +33,8 @@ Kernels make_native_kernels() {
   table.f32.rope = &native::rope;
   table.f32.attention = &native::attention;
   table.f32.cross_entropy = &native::cross_entropy;
+  table.gemm_f16_weights = &native::gemm_half_weights<f16_t>;
+  table.gemm_bf16_weights = &native::gemm_half_weights<bf16_t>;
 #endif
   return table;
 }

@@ -29,6 +29,9 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
           const RopeParams& params, float* out, ThreadPool& pool);
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape, TensorRef<const float> mask,
                bool causal, double scale, float* scores, float* out, ThreadPool& pool);
+template <class W>
+void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
+                       float* c, int64_t ldc, ThreadPool& pool);
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool);
 

@@ -5,7 +5,7 @@
 //
 //   arm       lanes  selected when
 //   avx512    16     __AVX512F__ (and BW/VL, which every AVX-512 CPU we target has)
-//   avx2      8      __AVX2__ and __FMA__
+//   avx2      8      __AVX2__, __FMA__ and __F16C__ (every AVX2 CPU since Haswell)
 //   neon      4      __aarch64__ (NEON is mandatory there)
 //
 // Only that arm is compiled: kernels are written once against V, load/store/fma/... and
@@ -23,7 +23,7 @@
 #define TEMPRA_SIMD_ARM "avx512"
 #define TEMPRA_SIMD_AVX512 1
 #include <immintrin.h>
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define TEMPRA_SIMD_ARM "avx2"
 #define TEMPRA_SIMD_AVX2 1
 #include <immintrin.h>
@@ -46,6 +46,12 @@ inline void store(float* p, V v) { _mm512_storeu_ps(p, v); }
 // The first n (< kLanes) lanes; the rest read as zero and are never written.
 inline V load_partial(const float* p, int n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
 inline void store_partial(float* p, V v, int n) { _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), v); }
+// kLanes 16-bit floats widened to f32 (exact).
+inline V load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline V load_bf16(const uint16_t* p) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
 inline V add(V a, V b) { return _mm512_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
@@ -101,6 +107,11 @@ inline __m256i lane_mask(int n) {
 }
 inline V load_partial(const float* p, int n) { return _mm256_maskload_ps(p, lane_mask(n)); }
 inline void store_partial(float* p, V v, int n) { _mm256_maskstore_ps(p, lane_mask(n), v); }
+inline V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+inline V load_bf16(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
 inline V add(V a, V b) { return _mm256_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -160,6 +171,8 @@ inline void store_partial(float* p, V v, int n) {
   vst1q_f32(lanes, v);
   for (int i = 0; i < n; ++i) p[i] = lanes[i];
 }
+inline V load_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+inline V load_bf16(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
 inline V add(V a, V b) { return vaddq_f32(a, b); }
 inline V sub(V a, V b) { return vsubq_f32(a, b); }
 inline V mul(V a, V b) { return vmulq_f32(a, b); }

@@ -43,6 +43,24 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_
   });
 }
 
+// c[i, j] = sum_p a[i, p] * widen(w[j, p]), in increasing p: a dot product per element.
+template <class W>
+void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
+                       float* c, int64_t ldc, ThreadPool& pool) {
+  pool.parallel_for(n, std::max<int64_t>(1, 65536 / (m * k + 1)), [&](int64_t first, int64_t last) {
+    for (int64_t j = first; j < last; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += a[i * lda + p] * to_f32(w[j * ldw + p]);
+        c[i * ldc + j] = sum;
+      }
+  });
+}
+
+template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,
+                                       float*, int64_t, ThreadPool&);
+template void gemm_half_weights<bf16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const bf16_t*, int64_t,
+                                        float*, int64_t, ThreadPool&);
 template void gemm<float>(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, const float*, int64_t,
                           int64_t, float*, int64_t, ThreadPool&);
 template void gemm<double>(int64_t, int64_t, int64_t, const double*, int64_t, int64_t, const double*, int64_t,

@@ -17,7 +17,8 @@ constexpr FloatKernels<T> scalar_float_kernels() {
 }  // namespace
 
 const Kernels& scalar_kernels() {
-  static const Kernels table{"scalar", scalar_float_kernels<float>(), scalar_float_kernels<double>()};
+  static const Kernels table{"scalar", scalar_float_kernels<float>(), scalar_float_kernels<double>(),
+                             &scalar::gemm_half_weights<f16_t>, &scalar::gemm_half_weights<bf16_t>};
   return table;
 }
 

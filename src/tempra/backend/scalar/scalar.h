@@ -32,6 +32,9 @@ void softmax(TensorRef<const T> in, const SoftmaxArgs<T>& args, T* out, ThreadPo
 template <class T>
 void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_col, const T* b, int64_t b_row,
           int64_t b_col, T* c, int64_t ldc, ThreadPool& pool);
+template <class W>
+void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
+                       float* c, int64_t ldc, ThreadPool& pool);
 template <class T>
 void rms_norm(const T* in, int64_t rows, int64_t n, const T* weight, double eps, T* out, ThreadPool& pool);
 template <class T>
