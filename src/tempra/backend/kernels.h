@@ -63,12 +63,21 @@ template <class W>
 using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w,
                                 int64_t ldw, float* c, int64_t ldc, ThreadPool&);
 
+// Conversion of n contiguous elements with tempra/core/half.h's contract: widening is exact,
+// narrowing rounds to nearest even (NaN stays NaN). Every backend gives the same bits.
+template <class From, class To>
+using Conversion = void (*)(const From* in, To* out, int64_t n, ThreadPool&);
+
 struct Kernels {
   const char* name;
   FloatKernels<float> f32;
   FloatKernels<double> f64;
   HalfWeightGemm<f16_t> gemm_f16_weights;
   HalfWeightGemm<bf16_t> gemm_bf16_weights;
+  Conversion<f16_t, float> f16_to_f32;
+  Conversion<bf16_t, float> bf16_to_f32;
+  Conversion<float, f16_t> f32_to_f16;
+  Conversion<float, bf16_t> f32_to_bf16;
 };
 
 // The table for a backend. A backend not compiled into this build gets the scalar table.

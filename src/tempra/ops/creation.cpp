@@ -77,9 +77,28 @@ void copy_into(ExecContext& ctx, const Array& src, const Array& dst) {
   });
 }
 
+namespace {
+
+// Contiguous f16/bf16 <-> f32 through the backend's vectorized conversions (the same bits as
+// the element-by-element convert). Returns false for any other pair.
+bool convert_half_run(ExecContext& ctx, const Array& x, Array& out) {
+  const Kernels& k = kernels_for(ctx.backend());
+  const DType from = x.dtype(), to = out.dtype();
+  const int64_t n = x.numel();
+  if (from == DType::f16 && to == DType::f32) k.f16_to_f32(x.data<f16_t>(), out.data<float>(), n, ctx.threads());
+  else if (from == DType::bf16 && to == DType::f32) k.bf16_to_f32(x.data<bf16_t>(), out.data<float>(), n, ctx.threads());
+  else if (from == DType::f32 && to == DType::f16) k.f32_to_f16(x.data<float>(), out.data<f16_t>(), n, ctx.threads());
+  else if (from == DType::f32 && to == DType::bf16) k.f32_to_bf16(x.data<float>(), out.data<bf16_t>(), n, ctx.threads());
+  else return false;
+  return true;
+}
+
+}  // namespace
+
 Array cast(ExecContext& ctx, const Array& x, DType dtype) {
   check(x.defined(), "cast", "input is an empty array");
   Array out = Array::empty(ctx, x.shape(), dtype);
+  if (x.is_contiguous() && convert_half_run(ctx, x, out)) return out;
   visit_dtype(x.dtype(), "cast", [&](auto from_tag) {
     using From = decltype(from_tag);
     visit_dtype(dtype, "cast", [&](auto to_tag) {

@@ -52,6 +52,10 @@ inline V load_bf16(const uint16_t* p) {
   const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
+// kLanes f32 narrowed to f16, round to nearest even (exactly tempra/core/half.h's rounding).
+inline void store_f16(uint16_t* p, V v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
 inline V add(V a, V b) { return _mm512_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm512_sub_ps(a, b); }
 inline V mul(V a, V b) { return _mm512_mul_ps(a, b); }
@@ -111,6 +115,9 @@ inline V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(re
 inline V load_bf16(const uint16_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+inline void store_f16(uint16_t* p, V v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 inline V add(V a, V b) { return _mm256_add_ps(a, b); }
 inline V sub(V a, V b) { return _mm256_sub_ps(a, b); }
@@ -173,6 +180,7 @@ inline void store_partial(float* p, V v, int n) {
 }
 inline V load_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 inline V load_bf16(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+inline void store_f16(uint16_t* p, V v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
 inline V add(V a, V b) { return vaddq_f32(a, b); }
 inline V sub(V a, V b) { return vsubq_f32(a, b); }
 inline V mul(V a, V b) { return vmulq_f32(a, b); }
