@@ -75,6 +75,15 @@ TEST(NativeGemmParity, EveryLayoutOnBothPaths) {
       for (int64_t m : {1, 5, 32, 33, 100}) check_gemm(m, 77, 129, la, lb);
 }
 
+TEST(NativeGemmParity, FewColumnsManyRows) {
+  // The transposed skinny path (n <= 32, a row-major) and its fallbacks for other layouts.
+  const Layout layouts[] = {Layout::row_major, Layout::transposed, Layout::strided};
+  for (Layout la : layouts)
+    for (Layout lb : layouts)
+      for (int64_t n : {1, 2, 17, 32, 33}) check_gemm(100, n, 129, la, lb);
+  check_gemm(1000, 1, 1000, Layout::row_major, Layout::row_major);
+}
+
 TEST(NativeGemmParity, LargerThanOneBlock) {
   // Past the k-slice (384), m-block and n-panel sizes, with ragged edges everywhere.
   check_gemm(1000, 1000, 64, Layout::row_major, Layout::row_major);

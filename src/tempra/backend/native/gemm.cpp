@@ -14,7 +14,8 @@
 //   cost as much as the product: if b's rows are contiguous (b[k, n] row-major), the micro-kernel
 //   reads them in place; if its columns are (b = w^T with w[n, k] row-major, how weights are
 //   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, four rows of
-//   each at a time.
+//   each at a time. A product with few columns (n <= kSkinnyRows) and contiguous rows of a is
+//   computed transposed through the same dot products.
 // - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
@@ -261,7 +262,7 @@ inline void dot_tile(int64_t k, const float* const* x, const W* const* y, float 
 // made contiguous first when they are not (m x k floats: small).
 template <class W>
 void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
-                      int64_t w_row, float* c, int64_t ldc, ThreadPool& pool) {
+                      int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
   if (a_col != 1) {
     float* copy = thread_scratch(3).floats(m * k);
     for (int64_t i = 0; i < m; ++i)
@@ -285,7 +286,7 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
         float out[R][C];
         dot_tile<R, C>(k, x, y, out);
         for (int r = 0; r < rows; ++r)
-          for (int q = 0; q < cols; ++q) c[(i0 + r) * ldc + j0 + q] = out[r][q];
+          for (int q = 0; q < cols; ++q) c[(i0 + r) * c_row + (j0 + q) * c_col] = out[r][q];
       }
     }
   });
@@ -301,7 +302,11 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
     return;
   }
   if (m <= kSkinnyRows && b_col == 1) return gemm_skinny_rows(m, n, k, a, a_row, a_col, b, b_row, c, ldc, pool);
-  if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, pool);
+  if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, 1, pool);
+  // Few columns, many rows (a matrix times a few vectors): packing b into kNr-wide strips would
+  // waste most of the micro-kernel on padding. Transposed, c^T = b^T a^T is the skinny case,
+  // with the rows of a (contiguous) as the "weights".
+  if (n <= kSkinnyRows && a_col == 1) return gemm_skinny_dots(n, m, k, b, b_col, b_row, a, a_row, c, 1, ldc, pool);
   gemm_packed(m, n, k, a, a_row, a_col, b, b_row, b_col, c, ldc, pool);
 }
 
@@ -313,7 +318,7 @@ void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  if (m <= kSkinnyRows) return gemm_skinny_dots(m, n, k, a, lda, 1, w, ldw, c, ldc, pool);
+  if (m <= kSkinnyRows) return gemm_skinny_dots(m, n, k, a, lda, 1, w, ldw, c, ldc, 1, pool);
   gemm_packed(m, n, k, a, lda, 1, w, 1, ldw, c, ldc, pool);
 }
 
