@@ -71,10 +71,12 @@ inline V load_row_partial(const B* p, int count) {
 
 // c[rows, cols] (+)= a[rows, kc] . b[kc, cols] for rows <= MR, cols <= kNr. a(i, p) is
 // a[i * a_row + p * a_col]; b(p, j) is b[p * b_row + j] (kNr valid floats per p, zero-padded
-// past cols when packed).
-template <int MR>
+// past cols when packed). kPacked fixes the strides to the packed layout at compile time (a
+// strip is [p][kMr], b's [p][kNr]), which keeps the address arithmetic out of the inner loop.
+template <int MR, bool kPacked>
 inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t b_row,
-                         float* c, int64_t ldc, int cols, bool accumulate) {
+                         float* c, int64_t ldc, int rows, int cols, bool accumulate) {
+  if constexpr (kPacked) a_row = 1, a_col = MR, b_row = kNr;
   V acc[MR][kNv];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -93,6 +95,7 @@ inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_co
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
+    if (i >= rows) break;
     float* ci = c + i * ldc;
 #pragma GCC unroll 4
     for (int v = 0; v < kNv; ++v) {
@@ -105,12 +108,12 @@ inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_co
 }
 
 using MicroKernel = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int,
-                             bool);
+                             int, bool);
 
-// micro_kernel<rows> for rows in 1..kMr: direct (unpacked) reads of a must not touch rows past m.
+// micro_kernel<rows> for rows in 1..kMr, unpacked: direct reads of a must not touch rows past m.
 template <int... R>
 constexpr auto make_kernels(std::integer_sequence<int, R...>) {
-  return std::array<MicroKernel, sizeof...(R)>{&micro_kernel<R + 1>...};
+  return std::array<MicroKernel, sizeof...(R)>{&micro_kernel<R + 1, false>...};
 }
 constexpr auto kKernelsByRows = make_kernels(std::make_integer_sequence<int, kMr>{});
 
@@ -190,8 +193,8 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
             const int cols = static_cast<int>(std::min<int64_t>(kNr, n - j));
             for (int64_t r = 0; r < mc; r += kMr) {
               const int rows = static_cast<int>(std::min<int64_t>(kMr, mc - r));
-              kKernelsByRows[rows - 1](kc, packed_a + (r / kMr) * kc * kMr, 1, kMr, packed_b + s * kc * kNr, kNr,
-                                       c + (i0 + r) * ldc + j, ldc, cols, p0 > 0);
+              micro_kernel<kMr, true>(kc, packed_a + (r / kMr) * kc * kMr, 1, kMr, packed_b + s * kc * kNr, kNr,
+                                      c + (i0 + r) * ldc + j, ldc, rows, cols, p0 > 0);
             }
           }
         }
@@ -224,7 +227,7 @@ void gemm_skinny_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
       }
       for (int64_t i = 0; i < m; i += kMr) {
         const int rows = static_cast<int>(std::min<int64_t>(kMr, m - i));
-        kKernelsByRows[rows - 1](k, a + i * a_row, a_row, a_col, bs, bs_row, c + i * ldc + j, ldc, cols, false);
+        kKernelsByRows[rows - 1](k, a + i * a_row, a_row, a_col, bs, bs_row, c + i * ldc + j, ldc, rows, cols, false);
       }
     }
   });
