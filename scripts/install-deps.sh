@@ -8,6 +8,7 @@ packages=(
   build-essential cmake ninja-build g++
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
+  libopenblas-dev
   clang libclang-rt-14-dev
   git nodejs npm
 )

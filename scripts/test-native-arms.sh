@@ -5,6 +5,7 @@
 #   neon  cross-compiled for aarch64 (cmake/aarch64-linux-gnu.cmake) into build/neon and run
 #         under qemu-aarch64; the cross build has only the libraries and the parity tests
 #   avx2  the `avx2` preset (-march=haswell: AVX2 + FMA, no AVX-512) in build/avx2
+#   blas  the host arm with the optional OpenBLAS GEMM provider, in build/blas
 #
 # Installs the cross toolchain, qemu-user and GoogleTest's sources if missing (sudo when not
 # root), and for the avx2 build what scripts/install-deps.sh installs. Exits non-zero if
@@ -45,5 +46,11 @@ cmake --build build/avx2 -j "$jobs" --target "${targets[@]}"
 # The avx2 build configures the whole suite; run just the parity binaries, not all of ctest.
 for t in "${targets[@]}"; do
   "build/avx2/tests/backend/$t"
+done
+echo "== openblas provider (-DTEMPRA_BLAS=openblas) =="
+cmake -S . -B build/blas -G Ninja -DCMAKE_BUILD_TYPE=Release -DTEMPRA_BLAS=openblas
+cmake --build build/blas -j "$jobs" --target "${targets[@]}"
+for t in "${targets[@]}"; do
+  "build/blas/tests/backend/$t"
 done
 echo "native arms: all parity tests passed"

@@ -52,7 +52,12 @@ void check_gemm(int64_t m, int64_t n, int64_t k, Layout la, Layout lb) {
       bound[i * n + j] = 2.0 * k * FLT_EPSILON * magnitude + 1e-30;
     }
   EXPECT_TRUE(parity::within(got, want, bound));
-  EXPECT_TRUE(parity::bitwise_equal(got2, got)) << "1 vs 2 threads";
+  if (std::string(native::gemm_provider()) == "tempra") {
+    EXPECT_TRUE(parity::bitwise_equal(got2, got)) << "1 vs 2 threads";
+  } else {
+    // An OpenBLAS build promises determinism for a fixed thread count only (gemm.cpp).
+    EXPECT_TRUE(parity::within(got2, want, bound)) << "2 threads, provider " << native::gemm_provider();
+  }
 }
 
 TEST(NativeGemmParity, EverySizeOnEachAxis) {

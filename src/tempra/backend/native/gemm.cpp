@@ -19,6 +19,11 @@
 // - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
+// - With -DTEMPRA_BLAS=openblas, f32 products that would take the packed path and whose
+//   operands each have a unit stride go to cblas_sgemm on as many OpenBLAS threads as the pool
+//   has. That gives up one promise: OpenBLAS's results can change with its thread count
+//   (seen: 1000 x 1000 x 64 differs in the last bits between 1 and 2 threads), so such a build
+//   is deterministic for a fixed thread count only. gemm_provider() says which build this is.
 //
 // Against the scalar kernel (plain multiply-add in increasing p) the difference is rounding
 // only: |native - scalar| <= ~2 k eps sum_p |a_ip b_pj| (tests/backend/native_parity_test.cpp).
@@ -30,6 +35,10 @@
 #include "tempra/backend/native/native.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/native/simd.h"
+
+#if TEMPRA_BLAS_OPENBLAS
+#include <cblas.h>
+#endif
 
 #ifdef TEMPRA_SIMD_ARM
 namespace tempra::native {
@@ -297,6 +306,14 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
 
 }  // namespace
 
+const char* gemm_provider() {
+#if TEMPRA_BLAS_OPENBLAS
+  return "openblas";
+#else
+  return "tempra";
+#endif
+}
+
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
   if (m == 0 || n == 0) return;
@@ -306,6 +323,15 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
   }
   if (m <= kSkinnyRows && b_col == 1) return gemm_skinny_rows(m, n, k, a, a_row, a_col, b, b_row, c, ldc, pool);
   if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, 1, pool);
+#if TEMPRA_BLAS_OPENBLAS
+  if (m > kSkinnyRows && n > kSkinnyRows && (a_col == 1 || a_row == 1) && (b_col == 1 || b_row == 1)) {
+    openblas_set_num_threads(pool.size());
+    cblas_sgemm(CblasRowMajor, a_col == 1 ? CblasNoTrans : CblasTrans, b_col == 1 ? CblasNoTrans : CblasTrans,
+                int(m), int(n), int(k), 1.0f, a, int(a_col == 1 ? a_row : a_col), b, int(b_col == 1 ? b_row : b_col),
+                0.0f, c, int(ldc));
+    return;
+  }
+#endif
   // Few columns, many rows (a matrix times a few vectors): packing b into kNr-wide strips would
   // waste most of the micro-kernel on padding. Transposed, c^T = b^T a^T is the skinny case,
   // with the rows of a (contiguous) as the "weights".

@@ -33,6 +33,10 @@ void f16_to_f32(const f16_t* in, float* out, int64_t n, ThreadPool& pool);
 void bf16_to_f32(const bf16_t* in, float* out, int64_t n, ThreadPool& pool);
 void f32_to_f16(const float* in, f16_t* out, int64_t n, ThreadPool& pool);
 void f32_to_bf16(const float* in, bf16_t* out, int64_t n, ThreadPool& pool);
+// Who computes large f32 products: "tempra" (bitwise the same for any thread count) or
+// "openblas" (-DTEMPRA_BLAS=openblas: the same for a fixed thread count only).
+const char* gemm_provider();
+
 template <class W>
 void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
                        float* c, int64_t ldc, ThreadPool& pool);
