@@ -242,14 +242,17 @@ void gemm_skinny_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   });
 }
 
-// sum_p x[p] y[p] for R rows x (f32) and C rows y (f32 or 16-bit floats) at once; out[r][c].
+// acc[r][q] += x[r][p] y[q][p] lane-wise for p in [p0, p1), R rows x (f32) and C rows y (f32 or
+// 16-bit floats). Lane l of acc[r][q] sums the products with p = l (mod kLanes) in increasing
+// p, so cutting [0, k) into chunks (multiples of kLanes but the last) changes nothing. Only the
+// chunk that ends at k has a partial vector.
 template <int R, int C, class W>
-inline void dot_tile(int64_t k, const float* const* x, const W* const* y, float out[R][C]) {
+inline void dot_tile_chunk(int64_t p0, int64_t p1, const float* const* x, const W* const* y, V (&acc_io)[R][C]) {
   V acc[R][C];
   for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc[r][q] = zero();
-  int64_t p = 0;
-  for (; p + kLanes <= k; p += kLanes) {
+    for (int q = 0; q < C; ++q) acc[r][q] = acc_io[r][q];
+  int64_t p = p0;
+  for (; p + kLanes <= p1; p += kLanes) {
     V yv[C];
     for (int q = 0; q < C; ++q) yv[q] = load_row(y[q] + p);
     for (int r = 0; r < R; ++r) {
@@ -257,8 +260,8 @@ inline void dot_tile(int64_t k, const float* const* x, const W* const* y, float 
       for (int q = 0; q < C; ++q) acc[r][q] = fma(xv, yv[q], acc[r][q]);
     }
   }
-  if (p < k) {
-    const int tail = static_cast<int>(k - p);
+  if (p < p1) {
+    const int tail = static_cast<int>(p1 - p);
     V yv[C];
     for (int q = 0; q < C; ++q) yv[q] = load_row_partial(y[q] + p, tail);
     for (int r = 0; r < R; ++r) {
@@ -267,11 +270,13 @@ inline void dot_tile(int64_t k, const float* const* x, const W* const* y, float 
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) out[r][q] = reduce_add(acc[r][q]);
+    for (int q = 0; q < C; ++q) acc_io[r][q] = acc[r][q];
 }
 
 // Skinny, b = w^T with w[n, k] row-major (b_row == 1): c[i, j] = dot(a_i, w_j). Rows of a are
-// made contiguous first when they are not (m x k floats: small).
+// made contiguous first when they are not (m x k floats: small). A task takes C rows of w and
+// walks k in chunks small enough that those rows stay in L1 while every row of a streams past
+// them; the partial sums wait in acc between chunks.
 template <class W>
 void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                       int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
@@ -283,23 +288,39 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
     a_row = k;
   }
   constexpr int R = 4, C = 4;
-  const int64_t column_blocks = (n + C - 1) / C;
+  constexpr int64_t kChunk = 256 * 16;  // elements of k per pass: C rows of w in 16 KiB (f32)
+  static_assert(kChunk % kLanes == 0 && kSkinnyRows % R == 0);
+  const int64_t column_blocks = (n + C - 1) / C, row_tiles = (m + R - 1) / R;
   const int64_t grain = std::max<int64_t>(1, 32768 / (k * m + 1));
   pool.parallel_for(column_blocks, grain, [&](int64_t first, int64_t last) {
+    V acc[kSkinnyRows / R][R][C];
     for (int64_t jb = first; jb < last; ++jb) {
       const int64_t j0 = jb * C;
       const int cols = static_cast<int>(std::min<int64_t>(C, n - j0));
       const W* y[C];
       for (int q = 0; q < C; ++q) y[q] = w + (j0 + std::min(q, cols - 1)) * w_row;  // repeat the last row
-      for (int64_t i0 = 0; i0 < m; i0 += R) {
-        const int rows = static_cast<int>(std::min<int64_t>(R, m - i0));
-        const float* x[R];
-        for (int r = 0; r < R; ++r) x[r] = a + (i0 + std::min(r, rows - 1)) * a_row;
-        float out[R][C];
-        dot_tile<R, C>(k, x, y, out);
-        for (int r = 0; r < rows; ++r)
-          for (int q = 0; q < cols; ++q) c[(i0 + r) * c_row + (j0 + q) * c_col] = out[r][q];
+      for (int64_t t = 0; t < row_tiles; ++t)
+        for (int r = 0; r < R; ++r)
+          for (int q = 0; q < C; ++q) acc[t][r][q] = zero();
+      for (int64_t p0 = 0; p0 < k; p0 += kChunk) {
+        const int64_t p1 = std::min(k, p0 + kChunk);
+        for (int64_t t = 0; t < row_tiles; ++t) {
+          const int64_t i0 = t * R;
+          const float* x[R];
+          for (int r = 0; r < R; ++r) x[r] = a + std::min(i0 + r, m - 1) * a_row;
+          // A last tile of fewer rows runs a narrower kernel instead of repeating a row (m = 1:
+          // decode, where a repeated row would be 3 FMAs wasted for every useful one).
+          switch (std::min<int64_t>(R, m - i0)) {
+            case 1: dot_tile_chunk<1, C>(p0, p1, x, y, reinterpret_cast<V(&)[1][C]>(acc[t])); break;
+            case 2: dot_tile_chunk<2, C>(p0, p1, x, y, reinterpret_cast<V(&)[2][C]>(acc[t])); break;
+            case 3: dot_tile_chunk<3, C>(p0, p1, x, y, reinterpret_cast<V(&)[3][C]>(acc[t])); break;
+            default: dot_tile_chunk<R, C>(p0, p1, x, y, acc[t]); break;
+          }
+        }
       }
+      for (int64_t t = 0; t < row_tiles; ++t)
+        for (int r = 0; r < R && t * R + r < m; ++r)
+          for (int q = 0; q < cols; ++q) c[(t * R + r) * c_row + (j0 + q) * c_col] = reduce_add(acc[t][r][q]);
     }
   });
 }
