@@ -58,6 +58,7 @@ constexpr int64_t kKc = 384;                      // a kMr x kKc strip + kKc x k
 constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc stays in L2
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
+constexpr int64_t kUnpackedB = 64 * 1024;  // floats of a row-major b used in place (256 KiB)
 
 // b's elements: f32, or a 16-bit float widened to f32 exactly (in registers where vectorized).
 inline float widen(float x) { return x; }
@@ -342,7 +343,10 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  if (m <= kSkinnyRows && b_col == 1) return gemm_skinny_rows(m, n, k, a, a_row, a_col, b, b_row, c, ldc, pool);
+  // Row-major b: read in place for short products, and for any product whose b is small
+  // enough to stay in L2 across the row blocks (packing would cost more than it saves).
+  if (b_col == 1 && (m <= kSkinnyRows || k * n <= kUnpackedB))
+    return gemm_skinny_rows(m, n, k, a, a_row, a_col, b, b_row, c, ldc, pool);
   if (m <= kSkinnyRows && b_row == 1) return gemm_skinny_dots(m, n, k, a, a_row, a_col, b, b_col, c, ldc, 1, pool);
 #if TEMPRA_BLAS_OPENBLAS
   if (m > kSkinnyRows && n > kSkinnyRows && (a_col == 1 || a_row == 1) && (b_col == 1 || b_row == 1)) {
