@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tempra/core/dtype.h"
 #include "tempra/core/exec_context.h"
@@ -25,8 +26,23 @@ struct QuantDot {
 };
 
 // The dot for rows of `weight`, or null when the format has none (yet). With Backend::native,
-// a SIMD arm when this build and CPU have one (x86-64 AVX-512 VNNI: Q8_0, Q4_0, Q4_K, Q5_K,
-// Q6_K, TQ2_0), else scalar.
+// the first of native::quant_dot_arms() that has the format, else scalar.
 const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
+
+namespace native {
+
+// A SIMD arm of the quantized dots and the formats it covers, each bit-identical to scalar.
+struct QuantDotArm {
+  const char* name;
+  std::span<const QuantDot> dots;
+};
+
+// The arms this build has and this CPU runs, best first: x86-64 "avx512vnni" (checked by
+// CPUID), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each
+// covers Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0. Empty in builds without native arms
+// (TEMPRA_BACKENDS=scalar, other architectures).
+std::span<const QuantDotArm> quant_dot_arms();
+
+}  // namespace native
 
 }  // namespace tempra

@@ -20,8 +20,9 @@
 // opt in with a target attribute and are only called after a CPUID check.
 #include <immintrin.h>
 
-#include <cstring>
+#include <span>
 
+#include "tempra/backend/native/quant_dot_x86.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
@@ -31,16 +32,11 @@ namespace tempra::native {
 namespace {
 
 using namespace tempra::quant;
+using x86::hsum;
+using x86::mins_dot_bsums;
+using x86::unpack_scales_mins_k4;
 
 #define TEMPRA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-
-// Horizontal sum of eight int32 lanes.
-TEMPRA_VNNI inline int hsum(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-  return _mm_cvtsi128_si32(s);
-}
 
 // sum_j w[j] * a[j] over 32 signed bytes each, as sum_j (w[j] + 128) a[j] - 128 sum_j a[j]: the
 // weight offset to unsigned. (Moving w's sign onto a instead, |w| * sign(w) a as ggml's AVX2
@@ -114,8 +110,7 @@ TEMPRA_VNNI inline __m512i permute_int32(__m512i index, __m512i v) {
 // Reorders each 16-byte lane (elements 16 k .. 16 k + 15) to e0 e8 e1 e9 ... e7 e15, so that
 // vpmaddubsw's adjacent pairs share a lane (index mod 8).
 TEMPRA_VNNI inline __m512i lane_pairs_order(__m512i v) {
-  const __m512i order = broadcast_128(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
-  return _mm512_shuffle_epi8(v, order);
+  return _mm512_shuffle_epi8(v, broadcast_128(x86::lane_pairs_order_128()));
 }
 
 // Word l of each 128-bit lane: codes[l] * q8[l] + codes[l + 8] * q8[l + 8] for that lane's 16
@@ -152,28 +147,6 @@ TEMPRA_VNNI inline __m512i spread_pairs_by_halves(__m128i pairs, int first) {
   const __m512i index = _mm512_setr_epi32(first, first, first, first, first, first, first, first, first + 1, first + 1,
                                           first + 1, first + 1, first + 1, first + 1, first + 1, first + 1);
   return permute_int32(index, _mm512_castsi128_si512(pairs));
-}
-
-// Q4_K/Q5_K's packed 6-bit scales and mins (detail::unpack_scales_mins_k4's unpacking) four
-// bytes at a time, straight into registers: building them in memory with scalar stores and
-// loading them as a vector stalled store forwarding (~3x slower Q4_K arm).
-TEMPRA_VNNI inline void unpack_scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
-  uint32_t word[3];
-  std::memcpy(word, q, sizeof word);
-  const uint32_t six = 0x3F3F3F3F, four = 0x0F0F0F0F, two = 0x03030303;
-  const uint32_t scales_low = word[0] & six;                                           // scales 0..3
-  const uint32_t scales_high = (word[2] & four) | (((word[0] >> 6) & two) << 4);       // scales 4..7
-  const uint32_t mins_low = word[1] & six;                                             // mins 0..3
-  const uint32_t mins_high = ((word[2] >> 4) & four) | (((word[1] >> 6) & two) << 4);  // mins 4..7
-  scales = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales_low | uint64_t{scales_high} << 32)));
-  mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins_low | uint64_t{mins_high} << 32)));
-}
-
-// sum_j bsums[j] * mins[j / 2] over the 16 sums of 16 activations, exact in int32.
-TEMPRA_VNNI inline int mins_dot_bsums(__m128i mins, const int16_t* bsums) {
-  const __m256i each_twice = _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins));
-  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-  return hsum(_mm256_madd_epi16(sums, each_twice));
 }
 
 // Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
@@ -308,9 +281,10 @@ bool cpu_has_vnni() {
 
 }  // namespace
 
-const QuantDot* find_quant_dot_avx512(DType weight) {
+// This arm's dots, or none when the CPU lacks AVX-512 VNNI (scalar/quant_dot.cpp lists the arms).
+std::span<const QuantDot> quant_dots_avx512() {
   static const bool available = cpu_has_vnni();
-  if (!available) return nullptr;
+  if (!available) return {};
   static const QuantDot table[] = {
       {q8_0(), q8_0(), &dot_q8_0},
       {q4_0(), q8_0(), &dot_q4_0},
@@ -319,9 +293,7 @@ const QuantDot* find_quant_dot_avx512(DType weight) {
       {find_format("q6_k")->dtype, find_format("q8_k")->dtype, &dot_q6_k},
       {find_format("tq2_0")->dtype, find_format("q8_k")->dtype, &dot_tq2_0},
   };
-  for (const QuantDot& d : table)
-    if (d.weight == weight) return &d;
-  return nullptr;
+  return table;
 }
 
 }  // namespace tempra::native

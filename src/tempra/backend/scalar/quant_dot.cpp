@@ -10,6 +10,8 @@
 //   integer sum per super-block.
 // Compiled with -ffp-contract=off so no multiply-add is fused.
 #include <cstring>
+#include <span>
+#include <vector>
 
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
@@ -305,19 +307,37 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
 
 }  // namespace
 
-#if TEMPRA_NATIVE_QUANT_DOT
 namespace native {
-const QuantDot* find_quant_dot_avx512(DType weight);  // backend/native/quant_dot_avx512.cpp
-}
+
+#if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
+std::span<const QuantDot> quant_dots_avx512();  // backend/native/quant_dot_avx512.cpp
+std::span<const QuantDot> quant_dots_avx2();    // backend/native/quant_dot_avx2.cpp
+#elif TEMPRA_NATIVE_QUANT_DOT && defined(__aarch64__)
+std::span<const QuantDot> quant_dots_neon();  // backend/native/quant_dot_neon.cpp
 #endif
 
-const QuantDot* find_quant_dot(DType weight, Backend backend) {
-#if TEMPRA_NATIVE_QUANT_DOT
-  if (backend == Backend::native)
-    if (const QuantDot* d = native::find_quant_dot_avx512(weight)) return d;
-#else
-  (void)backend;
+std::span<const QuantDotArm> quant_dot_arms() {
+  static const std::vector<QuantDotArm> arms = [] {
+    std::vector<QuantDotArm> found;
+#if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
+    // Each returns no dots when the CPU lacks its instructions.
+    for (const QuantDotArm& arm : {QuantDotArm{"avx512vnni", quant_dots_avx512()}, QuantDotArm{"avx2", quant_dots_avx2()}})
+      if (!arm.dots.empty()) found.push_back(arm);
+#elif TEMPRA_NATIVE_QUANT_DOT && defined(__aarch64__)
+    found.push_back({"neon", quant_dots_neon()});
 #endif
+    return found;
+  }();
+  return arms;
+}
+
+}  // namespace native
+
+const QuantDot* find_quant_dot(DType weight, Backend backend) {
+  if (backend == Backend::native)
+    for (const native::QuantDotArm& arm : native::quant_dot_arms())
+      for (const QuantDot& d : arm.dots)
+        if (d.weight == weight) return &d;
   static const QuantDot table[] = {
       {q4_0(), q8_0(), &dot_q4_0},
       {q4_1(), q8_1(), &dot_q4_1},

@@ -1,0 +1,60 @@
+// tempra/backend/native/quant_dot_x86.h: helpers the x86 quantized-dot arms share
+// (quant_dot_avx512.cpp, quant_dot_avx2.cpp).
+//
+// They use AVX2 at most and carry target("avx2"), so they inline into both the AVX-512 VNNI
+// and the AVX2 functions (whose target sets include AVX2) whatever the translation unit's own
+// -march; internal linkage, so no out-of-line copy is shared between translation units built
+// for different targets. Include only from translation units compiled with -ffp-contract=off.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace tempra::native::x86 {
+namespace {
+
+#define TEMPRA_X86_AVX2_HELPER __attribute__((target("avx2"), always_inline)) inline
+
+// Horizontal sum of eight int32 lanes.
+TEMPRA_X86_AVX2_HELPER int hsum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// The pshufb order that puts each 16-byte lane (elements 16 k .. 16 k + 15) as
+// e0 e8 e1 e9 ... e7 e15, so that vpmaddubsw's adjacent pairs share a K-quant lane (index mod 8).
+TEMPRA_X86_AVX2_HELPER __m128i lane_pairs_order_128() {
+  return _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+}
+
+// Q4_K/Q5_K's packed 6-bit scales and mins (detail::unpack_scales_mins_k4's unpacking) four
+// bytes at a time, straight into registers (eight int16 each): building them in memory with
+// scalar stores and loading them as a vector stalled store forwarding (~3x slower Q4_K arm).
+TEMPRA_X86_AVX2_HELPER void unpack_scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
+  uint32_t word[3];
+  std::memcpy(word, q, sizeof word);
+  const uint32_t six = 0x3F3F3F3F, four = 0x0F0F0F0F, two = 0x03030303;
+  const uint32_t scales_low = word[0] & six;                                           // scales 0..3
+  const uint32_t scales_high = (word[2] & four) | (((word[0] >> 6) & two) << 4);       // scales 4..7
+  const uint32_t mins_low = word[1] & six;                                             // mins 0..3
+  const uint32_t mins_high = ((word[2] >> 4) & four) | (((word[1] >> 6) & two) << 4);  // mins 4..7
+  scales = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(scales_low | uint64_t{scales_high} << 32)));
+  mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins_low | uint64_t{mins_high} << 32)));
+}
+
+// sum_j bsums[j] * mins[j / 2] over the 16 sums of 16 activations, exact in int32
+// (|bsum| <= 2^15, min < 64).
+TEMPRA_X86_AVX2_HELPER int mins_dot_bsums(__m128i mins, const int16_t* bsums) {
+  const __m256i each_twice = _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins));
+  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
+  return hsum(_mm256_madd_epi16(sums, each_twice));
+}
+
+#undef TEMPRA_X86_AVX2_HELPER
+
+}  // namespace
+}  // namespace tempra::native::x86
