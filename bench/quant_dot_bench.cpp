@@ -1,0 +1,94 @@
+// bench/quant_dot_bench.cpp: tempra's quantized row dots against ggml's own, side by side.
+//
+// Not a test. One thread computes y[j] = dot(w[j], a) for every row j of an n x k weight
+// matrix: tempra's native arm (find_quant_dot(format, Backend::native)) against the vec_dot
+// that llama.cpp itself runs on this CPU, taken from the oracle's libggml-cpu-zen4.so (the
+// variant ggml's loader picks on an AVX-512 VNNI/BF16 machine like this one). Same encoded
+// weights, same partner-quantized activation row, same loop. Reports weight GB/s: decode reads
+// every weight once per token. 4096 x 4096 keeps the weights in the L3 (compute-bound rates);
+// 16384 x 8192 does not (memory-bound).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tempra/backend/quant_dot.h"
+#include "tempra/quant/formats.h"
+
+extern "C" {
+using ggml_vec_dot_t = void (*)(int n, float* s, size_t bs, const void* vx, size_t bx, const void* vy, size_t by,
+                                int nrc);
+void ggml_vec_dot_q8_0_q8_0(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q4_0_q8_0(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q4_K_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q5_K_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_q6_K_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_tq2_0_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_cpu_init(void);
+}
+
+namespace {
+
+struct Rows {
+  std::vector<uint8_t> weights, activation;
+  size_t row_bytes;
+};
+
+Rows make_rows(const tempra::QuantDot& dot, int64_t n, int64_t k) {
+  const auto& wf = *tempra::quant::find_format(dot.weight);
+  const auto& af = *tempra::quant::find_format(dot.activation);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist;
+  std::vector<float> row(k);
+  Rows r;
+  r.row_bytes = dot.weight.bytes_for(k);
+  r.weights.resize(r.row_bytes * n);
+  for (int64_t j = 0; j < n; ++j) {
+    for (auto& x : row) x = dist(rng);
+    wf.quantize_row(row.data(), r.weights.data() + j * r.row_bytes, k);
+  }
+  for (auto& x : row) x = dist(rng);
+  r.activation.resize(dot.activation.bytes_for(k));
+  af.quantize_row(row.data(), r.activation.data(), k);
+  return r;
+}
+
+void BM_dot(benchmark::State& state, const char* format, ggml_vec_dot_t ggml) {
+  static const bool initialized = (ggml_cpu_init(), true);
+  (void)initialized;
+  const int64_t n = state.range(0), k = state.range(1);
+  const bool use_ggml = state.range(2) != 0;
+  const tempra::QuantDot* dot = tempra::find_quant_dot(tempra::quant::find_format(format)->dtype,
+                                                       tempra::Backend::native);
+  const Rows rows = make_rows(*dot, n, k);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    for (int64_t j = 0; j < n; ++j) {
+      const void* w = rows.weights.data() + j * rows.row_bytes;
+      if (use_ggml) ggml(int(k), &y[j], 0, w, 0, rows.activation.data(), 0, 1);
+      else y[j] = dot->dot(k, w, rows.activation.data());
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["weight_GB/s"] = benchmark::Counter(double(rows.weights.size()),
+                                                     benchmark::Counter::kIsIterationInvariantRate,
+                                                     benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(format) + (use_ggml ? " ggml (zen4)" : " tempra native"));
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (int ggml : {0, 1}) b->Args({4096, 4096, ggml})->Args({16384, 8192, ggml});
+  b->ArgNames({"n", "k", "ggml"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_dot, q8_0, "q8_0", ggml_vec_dot_q8_0_q8_0)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_dot, q4_0, "q4_0", ggml_vec_dot_q4_0_q8_0)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_dot, q4_k, "q4_k", ggml_vec_dot_q4_K_q8_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_dot, q5_k, "q5_k", ggml_vec_dot_q5_K_q8_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_dot, q6_k, "q6_k", ggml_vec_dot_q6_K_q8_K)->Apply(shapes);
+BENCHMARK_CAPTURE(BM_dot, tq2_0, "tq2_0", ggml_vec_dot_tq2_0_q8_K)->Apply(shapes);
+
+}  // namespace
+
+BENCHMARK_MAIN();
