@@ -21,6 +21,7 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
       {"ops", {"core", "quant", "backend", "ops"}},
       {"typed", {"core", "ops", "typed"}},
       {"io", {"core", "quant", "io"}},
+      {"llm", {"core", "quant", "backend", "ops", "typed", "io", "llm"}},
   };
   return table;
 }
