@@ -267,7 +267,7 @@ Value get_attribute(const Value& object, const std::string& name, const Site& si
   if (!name.empty() && name[0] == '_')
     fail_site(site, "access to attribute '" + name + "' of a '" + type_name(object) + "' object is unsafe (sandbox)");
   if (object.is_string() && is_string_method(name)) return callable(name, object);
-  return Value::undefined("'" + type_name(object) + " object' has no attribute '" + name + "'");
+  return Value::undefined(std::string(1, '\'') + type_name(object) + " object' has no attribute '" + name + "'");
 }
 
 Value get_item(const Value& object, const Value& key, const Site& site) {
@@ -291,7 +291,7 @@ Value get_item(const Value& object, const Value& key, const Site& site) {
     if (const Value* v = object.dict->find(key.string)) return *v;
   }
   if (key.is_string()) return get_attribute(object, key.string, site);  // jinja falls back to getattr
-  return Value::undefined("'" + type_name(object) + " object' has no item " + repr(key));
+  return Value::undefined(std::string(1, '\'') + type_name(object) + " object' has no item " + repr(key));
 }
 
 Value get_slice(const Value& object, const Value& start_v, const Value& stop_v, const Value& step_v, const Site& site) {
@@ -316,13 +316,13 @@ Value get_slice(const Value& object, const Value& start_v, const Value& stop_v, 
     return Value::from(out);
   }
   if (object.is_undefined()) fail_site(site, (object.string.empty() ? std::string("value") : object.string) + " is undefined (slicing it)");
-  fail_site(site, "'" + type_name(object) + "' object cannot be sliced");
+  fail_site(site, std::string(1, '\'') + type_name(object) + "' object cannot be sliced");
 }
 
 Value call(const Value& callee, const Args& args, const Site& site) {
   if (callee.kind != Value::Kind::callable) {
     if (callee.is_undefined()) fail_site(site, (callee.string.empty() ? std::string("value") : callee.string) + " is undefined (calling it)");
-    fail_site(site, "'" + type_name(callee) + "' object is not callable");
+    fail_site(site, std::string(1, '\'') + type_name(callee) + "' object is not callable");
   }
   const Callable& c = *callee.callable;
   if (c.self.is_string()) return string_method(c.self.string, c.name, args, site);
@@ -352,7 +352,7 @@ List iterate(const Value& v, const Site& site) {
     }
     default: break;
   }
-  fail_site(site, "'" + type_name(v) + "' object is not iterable");
+  fail_site(site, std::string(1, '\'') + type_name(v) + "' object is not iterable");
 }
 
 Value binary_op(const std::string& op, const Value& a, const Value& b, const Site& site) {
