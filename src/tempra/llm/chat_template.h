@@ -41,10 +41,10 @@ struct ToolCall {
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
   std::string content;
-  std::optional<std::string> reasoning_content;  // the assistant's thinking, when kept apart
-  std::vector<ToolCall> tool_calls;
-  std::string name;          // optional: the tool's name on a "tool" message
-  std::string tool_call_id;  // optional: which call a "tool" message answers
+  std::optional<std::string> reasoning_content{};  // the assistant's thinking, when kept apart
+  std::vector<ToolCall> tool_calls{};
+  std::string name{};          // optional: the tool's name on a "tool" message
+  std::string tool_call_id{};  // optional: which call a "tool" message answers
 };
 
 struct ChatTemplateOptions {
