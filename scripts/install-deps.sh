@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev
   clang libclang-rt-14-dev
   git nodejs npm
+  python3-numpy  # tools/qwen3_reference.py, run by tests/llm/qwen3_test with /usr/bin/python3
 )
 
 missing=()
