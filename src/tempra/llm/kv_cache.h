@@ -1,0 +1,64 @@
+// tempra/llm/kv_cache.h: the per-session key/value cache of a decoder-only transformer.
+//
+// Contract: one KvCache holds, for every layer, the keys and values of the first size() token
+// positions of a sequence, in preallocated [n_head_kv, capacity, head_dim] buffers (one
+// allocation per layer and per K/V, at construction; appending never allocates cache memory).
+// A forward pass writes the new positions with write() (which may overwrite anything at or
+// past size()), reads the prefix it attends over with keys()/values(), and commits with
+// advance(). truncate(n) forgets every position from n on (rewind for speculative decoding or
+// an edited prompt); since positions past size() are always rewritten before they are read,
+// truncate + re-append reads exactly what a fresh cache would, bit for bit.
+//
+// Storage type: f32 (exact) or f16 (llama.cpp's default, half the memory); write() rounds to
+// the storage type and keys()/values() widen back to f32 for attention. q8_0 is meant to join
+// as a third KvCacheType with a block-quantized layout; nothing outside this file would change.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tempra/core/array.h"
+
+namespace tempra::llm {
+
+enum class KvCacheType : uint8_t { f32, f16 };
+
+struct KvCacheShape {
+  int n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t capacity = 0;  // the most token positions the cache can hold
+};
+
+class KvCache {
+ public:
+  KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type = KvCacheType::f32);
+
+  const KvCacheShape& shape() const { return shape_; }
+  KvCacheType type() const { return type_; }
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return shape_.capacity; }
+
+  // Stores k and v, each [n_head_kv, n, head_dim] (any float dtype, any strides), at positions
+  // [start, start + n) of `layer`. start must not exceed size() and start + n not capacity().
+  void write(ExecContext& ctx, int layer, int64_t start, const Array& k, const Array& v);
+  // The first `length` positions of `layer` as f32 [1, n_head_kv, length, head_dim], the layout
+  // tempra::attention takes.
+  Array keys(ExecContext& ctx, int layer, int64_t length) const;
+  Array values(ExecContext& ctx, int layer, int64_t length) const;
+
+  // Commits n positions written past size().
+  void advance(int64_t n);
+  // Keeps the first n positions (n <= size()).
+  void truncate(int64_t n);
+
+ private:
+  Array read(ExecContext& ctx, const std::vector<Array>& buffers, int layer, int64_t length, const char* what) const;
+
+  KvCacheShape shape_;
+  KvCacheType type_;
+  int64_t size_ = 0;
+  std::vector<Array> keys_, values_;  // per layer [n_head_kv, capacity, head_dim]
+};
+
+}  // namespace tempra::llm
