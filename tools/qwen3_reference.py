@@ -14,14 +14,15 @@ widened to float64 once and every product is computed in float64, so the referen
 rounding error (~1e-15 relative) is far below the tolerances tempra is held to.
 
 Dependencies: Python 3 and NumPy only (Debian python3-numpy); the GGUF reader below handles
-v2/v3 files with f32, f16 and bf16 tensors, which is what tests/apps/qwen3_fixture writes.
+v2/v3 files with f32, f16, bf16 and q8_0 tensors (tests/apps/qwen3_fixture writes the first
+three; tests/llm/qwen3_test derives q8_0 ones). Quantized weights are decoded exactly (d * q).
 """
 import struct
 import sys
 
 import numpy as np
 
-GGML_F32, GGML_F16, GGML_BF16 = 0, 1, 30
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_BF16 = 0, 1, 8, 30
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 
 
@@ -62,8 +63,13 @@ class GgufFile:
             elif ggml_type == GGML_BF16:
                 bits = np.frombuffer(self.data, dtype="<u2", count=count, offset=start).astype(np.uint32) << 16
                 values = bits.view(np.float32).astype(np.float64)
+            elif ggml_type == GGML_Q8_0:
+                # ggml's block_q8_0: an f16 scale d, then 32 int8 quants; x = d * q.
+                blocks = np.frombuffer(self.data, dtype=np.uint8, count=count // 32 * 34, offset=start).reshape(-1, 34)
+                d = blocks[:, :2].copy().view("<f2").astype(np.float64)
+                values = (d * blocks[:, 2:].copy().view(np.int8).astype(np.float64)).reshape(-1)
             else:
-                raise ValueError(f"{path}: tensor '{name}' has ggml type {ggml_type}; the reference reads f32/f16/bf16")
+                raise ValueError(f"{path}: tensor '{name}' has ggml type {ggml_type}; the reference reads f32/f16/bf16/q8_0")
             self.tensors[name] = values.reshape(list(reversed(ne)))
 
     def _scalar(self, fmt):

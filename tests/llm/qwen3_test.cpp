@@ -32,6 +32,7 @@
 #include "tempra/io/gguf_writer.h"
 #include "tempra/llm/qwen3.h"
 #include "tempra/ops/ops.h"
+#include "tempra/quant/formats.h"
 
 namespace tempra::llm {
 namespace {
@@ -57,6 +58,7 @@ struct Rewrite {
   io::GgufValue set_value{};
   std::string drop_key{}, drop_tensor{}, halve_tensor{};
   bool model_like = false;
+  bool q8_0_matrices = false;  // after model_like: every weight matrix but token_embd as Q8_0
 };
 
 fs::path rewrite_model(const fs::path& source_path, const std::string& name, const Rewrite& r) {
@@ -64,6 +66,7 @@ fs::path rewrite_model(const fs::path& source_path, const std::string& name, con
   io::GgufWriter w;
   for (const auto& [k, v] : source.metadata().entries())
     if (k != r.drop_key) w.metadata().add(k, k == r.set_key ? r.set_value : v);
+  ExecContext ctx;
   std::mt19937 rng(42);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (size_t i = 0; i < source.tensors().size(); ++i) {
@@ -88,6 +91,12 @@ fs::path rewrite_model(const fs::path& source_path, const std::string& name, con
       ne[0] /= 2;
       owned->resize(owned->size() / 2);
     }
+    if (r.q8_0_matrices && t.n_dims == 2 && t.name != "token_embd.weight") {
+      const Array values = Array::from_values<float>(
+          ctx, {ne[1], ne[0]}, std::span(reinterpret_cast<const float*>(owned->data()), size_t(ne[0] * ne[1])));
+      w.add_tensor(t.name, quantize(ctx, values, quant::q8_0()));
+      continue;
+    }
     w.add_tensor(t.name, t.ggml_type, ne, *owned, owned);
   }
   const fs::path path = scratch_dir() / (name + ".gguf");
@@ -110,10 +119,12 @@ fs::path model_path(const testing::Qwen3Spec& spec, const std::string& name) {
   return path;
 }
 
-// Removes the scratch files when the test binary ends.
+// Removes the scratch files when the test binary ends (unless TEMPRA_KEEP_SCRATCH is set, to
+// inspect the models and reference logits).
 class RemoveScratch : public ::testing::Environment {
  public:
   void TearDown() override {
+    if (std::getenv("TEMPRA_KEEP_SCRATCH") != nullptr) return;
     std::error_code ignored;
     fs::remove_all(scratch_dir(), ignored);
   }
@@ -241,6 +252,19 @@ TEST_P(Qwen3Backends, f16_and_bf16_weights_match_the_reference_of_the_same_file)
   expect_parity(GetParam(), {.weight_type = 1}, model_path({.weight_type = 1}, "f16"), "f16", KvCacheType::f32, 1e-5);
   expect_parity(GetParam(), {.weight_type = 30}, model_path({.weight_type = 30}, "bf16"), "bf16", KvCacheType::f32,
                 1e-5);
+}
+
+// Q8_0 weight matrices (token_embd stays f32: embedding rows of block-quantized tables are not
+// supported yet). The reference decodes the same blocks exactly; tempra, like ggml, also rounds
+// each activation row to Q8_0 before the integer dot products. That rounding alone accounts for
+// the whole deviation: the reference with ggml's Q8_0 activation rounding added (a local
+// experiment, not committed) moves from its exact self by 0.016 / 0.026 / 0.032 at 1 / 7 / 64
+// tokens, the same as tempra on both backends. The bound catches a wrong decode or layout.
+TEST_P(Qwen3Backends, q8_0_weights_stay_within_activation_rounding_of_the_reference) {
+  const fs::path path = scratch_dir() / "q8_0.gguf";
+  if (!fs::exists(path))
+    rewrite_model(model_path({.weight_type = 0}, "f32"), "q8_0", {.q8_0_matrices = true});
+  expect_parity(GetParam(), {.weight_type = 0}, path, "q8_0", KvCacheType::f32, 5e-2);
 }
 
 // An f16 cache rounds every key and value to 11 significant bits: ~1e-3 relative.
