@@ -9,7 +9,11 @@
 // error relative to that position's largest logit. Logits are softmax inputs, so what matters
 // is error against their scale; a per-logit relative error is meaningless for logits near 0
 // (a tiny logit of 1e-4 is as exact as its neighbours in absolute terms).
+#include "tempra/llm/qwen3.h"
+
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -23,14 +27,11 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "apps/qwen3_fixture.h"
 #include "tempra/core/error.h"
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/qwen3.h"
 #include "tempra/ops/ops.h"
 #include "tempra/quant/formats.h"
 
@@ -80,7 +81,8 @@ fs::path rewrite_model(const fs::path& source_path, const std::string& name, con
       const float scale = norm ? 0.05f : t.name == "token_embd.weight" ? 0.02f : 1.0f / std::sqrt(float(ne[0]));
       for (int64_t j = 0; j < t.numel(); ++j) {
         const float x = (norm ? 1.0f : 0.0f) + scale * normal(rng);
-        if (t.ggml_type == 0) std::memcpy(owned->data() + 4 * j, &x, 4);
+        if (t.ggml_type == 0)
+          std::memcpy(owned->data() + 4 * j, &x, 4);
         else {
           const uint16_t h = t.ggml_type == 1 ? f32_to_f16_bits(x) : f32_to_bf16_bits(x);
           std::memcpy(owned->data() + 2 * j, &h, 2);
@@ -174,7 +176,11 @@ const std::vector<double>& reference_logits(const fs::path& model, const std::ve
       << out.string() << "'";
   for (int32_t id : ids) cmd << ' ' << id;
   const int rc = std::system(cmd.str().c_str());
-  if (rc != 0) throw std::runtime_error("the reference failed (exit " + std::to_string(rc) + "): " + cmd.str());
+  if (rc != 0)
+    throw std::runtime_error("the reference failed (exit " + std::to_string(WIFEXITED(rc) ? WEXITSTATUS(rc) : rc) +
+                             "; it needs " TEMPRA_REFERENCE_PYTHON
+                             " with NumPy: scripts/install-deps.sh installs python3-numpy): " +
+                             cmd.str());
   return memo.emplace(key, read_npy(out, static_cast<int64_t>(ids.size()), n_vocab)).first->second;
 }
 
@@ -219,8 +225,11 @@ void expect_parity(Backend backend, const testing::Qwen3Spec& spec, const fs::pa
     ASSERT_EQ(logits.shape(), (Dims{n, spec.n_vocab}));
     const double err = max_relative_error(logits, reference_logits(path, ids, spec.n_vocab));
     std::printf("[parity] %s %s cache %s, %2d tokens: max relative logit error %.3g\n", name.c_str(),
-                backend == Backend::scalar ? "scalar" : "native", cache_type == KvCacheType::f32 ? "f32" : "f16", n,
-                err);
+                backend == Backend::scalar ? "scalar" : "native",
+                cache_type == KvCacheType::f32   ? "f32"
+                : cache_type == KvCacheType::f16 ? "f16"
+                                                 : "q8_0",
+                n, err);
     EXPECT_LE(err, tolerance) << name << ", " << n << " tokens";
   }
 }
@@ -262,14 +271,18 @@ TEST_P(Qwen3Backends, f16_and_bf16_weights_match_the_reference_of_the_same_file)
 // tokens, the same as tempra on both backends. The bound catches a wrong decode or layout.
 TEST_P(Qwen3Backends, q8_0_weights_stay_within_activation_rounding_of_the_reference) {
   const fs::path path = scratch_dir() / "q8_0.gguf";
-  if (!fs::exists(path))
-    rewrite_model(model_path({.weight_type = 0}, "f32"), "q8_0", {.q8_0_matrices = true});
+  if (!fs::exists(path)) rewrite_model(model_path({.weight_type = 0}, "f32"), "q8_0", {.q8_0_matrices = true});
   expect_parity(GetParam(), {.weight_type = 0}, path, "q8_0", KvCacheType::f32, 5e-2);
 }
 
 // An f16 cache rounds every key and value to 11 significant bits: ~1e-3 relative.
 TEST_P(Qwen3Backends, f16_cache_stays_within_f16_rounding_of_the_reference) {
   expect_parity(GetParam(), {.weight_type = 0}, model_path({.weight_type = 0}, "f32"), "f32", KvCacheType::f16, 5e-3);
+}
+
+// A q8_0 cache rounds every key and value to 8 bits per 32-element block.
+TEST_P(Qwen3Backends, q8_0_cache_stays_within_q8_0_rounding_of_the_reference) {
+  expect_parity(GetParam(), {.weight_type = 0}, model_path({.weight_type = 0}, "f32"), "f32", KvCacheType::q8_0, 2e-2);
 }
 
 // Decoding one token at a time after a 5-token prefill gives the logits of one 12-token
@@ -315,18 +328,20 @@ TEST_P(Qwen3Backends, prefill_in_batches_equals_one_pass) {
   Qwen3Session batched(ctx, model, {.context = 32, .batch = 6});
   const Array a = one.forward(ctx, ids), b = batched.forward(ctx, ids);
   EXPECT_EQ(batched.size(), 20);
-  if (GetParam() == Backend::scalar) EXPECT_TRUE(bitwise_equal(a, b)) << "max |diff| " << max_abs_difference(a, b);
-  else EXPECT_LE(max_abs_difference(a, b), 1e-4);
+  if (GetParam() == Backend::scalar)
+    EXPECT_TRUE(bitwise_equal(a, b)) << "max |diff| " << max_abs_difference(a, b);
+  else
+    EXPECT_LE(max_abs_difference(a, b), 1e-4);
 }
 
 // Rewinding forgets the tail: truncate + re-append gives, bit for bit, what a cache that never
-// saw the tail gives for the same calls (both backends; f32 and f16 caches).
+// saw the tail gives for the same calls (both backends; f32, f16 and q8_0 caches).
 TEST_P(Qwen3Backends, truncate_and_reappend_equals_a_fresh_cache_bitwise) {
   const testing::Qwen3Spec spec{.weight_type = 0};
   ExecContext ctx({.backend = GetParam()});
   const Qwen3Model model = Qwen3Model::load(model_path(spec, "f32"));
   const std::vector<int32_t> ids = prompt(10, spec.n_vocab, 11), other = prompt(10, spec.n_vocab, 12);
-  for (KvCacheType type : {KvCacheType::f32, KvCacheType::f16}) {
+  for (KvCacheType type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
     Qwen3Session rewound(ctx, model, {.context = 16, .cache_type = type});
     rewound.forward(ctx, ids);
     rewound.forward(ctx, std::span(other).first(4));  // fills the cache to 14
@@ -360,6 +375,32 @@ TEST(Qwen3, load_reads_the_hyperparameters_from_metadata) {
   EXPECT_NEAR(c.rms_norm_eps, 1e-6, 1e-12);
 }
 
+// The cache stores exactly what its type rounds to: keys and values read back equal the input
+// cast to f16 and back, or quantized to Q8_0 (ggml's encoder) and decoded, bit for bit; positions
+// written at an offset land there, and heads stay apart.
+TEST(KvCache, reads_back_the_storage_types_rounding_of_what_was_written) {
+  ExecContext ctx;
+  const KvCacheShape shape{.n_layer = 2, .n_head_kv = 3, .head_dim = 64, .capacity = 10};
+  const Array k = normal(ctx, {3, 4, 64}, 0.0, 1.0, 1), v = normal(ctx, {3, 4, 64}, 0.0, 1.0, 2);
+  for (KvCacheType type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
+    KvCache cache(ctx, shape, type);
+    cache.write(ctx, 1, 0, k.narrow(1, 0, 2), v.narrow(1, 0, 2));
+    cache.advance(2);
+    cache.write(ctx, 1, 2, k.narrow(1, 2, 2), v.narrow(1, 2, 2));
+    cache.advance(2);
+    auto rounded = [&](const Array& x) {
+      if (type == KvCacheType::f32) return x;
+      if (type == KvCacheType::f16) return cast(ctx, cast(ctx, x, DType::f16), DType::f32);
+      return dequantize(ctx, quantize(ctx, x, quant::q8_0()));
+    };
+    EXPECT_TRUE(bitwise_equal(contiguous(ctx, cache.keys(ctx, 1, 4)), rounded(k).unsqueeze(0)));
+    EXPECT_TRUE(bitwise_equal(contiguous(ctx, cache.values(ctx, 1, 4)), rounded(v).unsqueeze(0)));
+    EXPECT_THROW(cache.write(ctx, 1, 5, k, v), Error);  // a gap after size() 4
+    EXPECT_THROW(cache.keys(ctx, 2, 1), Error);
+  }
+  EXPECT_THROW(KvCache(ctx, {.n_layer = 1, .n_head_kv = 1, .head_dim = 48, .capacity = 4}, KvCacheType::q8_0), Error);
+}
+
 // ---- bad model files ----
 
 fs::path broken_model(const std::string& name, const Rewrite& r) {
@@ -376,8 +417,9 @@ void expect_load_error(const fs::path& path, const std::string& fragment) {
 }
 
 TEST(Qwen3, load_rejects_another_architecture) {
-  expect_load_error(broken_model("llama_arch", {.set_key = "general.architecture", .set_value = {std::string("llama")}}),
-                    "general.architecture is 'llama', expected 'qwen3'");
+  expect_load_error(
+      broken_model("llama_arch", {.set_key = "general.architecture", .set_value = {std::string("llama")}}),
+      "general.architecture is 'llama', expected 'qwen3'");
 }
 
 TEST(Qwen3, load_names_a_missing_tensor) {

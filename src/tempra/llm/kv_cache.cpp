@@ -3,16 +3,27 @@
 
 #include "tempra/core/error.h"
 #include "tempra/ops/ops.h"
+#include "tempra/quant/reference.h"
 
 namespace tempra::llm {
 namespace {
-DType storage_dtype(KvCacheType type) { return type == KvCacheType::f16 ? DType::f16 : DType::f32; }
+DType storage_dtype(KvCacheType type) {
+  return type == KvCacheType::f16 ? DType::f16 : DType::f32;
+}
 }  // namespace
 
 KvCache::KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type) : shape_(shape), type_(type) {
   check(shape.n_layer > 0 && shape.n_head_kv > 0 && shape.head_dim > 0 && shape.capacity > 0, "KvCache",
         "every extent must be positive: n_layer ", shape.n_layer, ", n_head_kv ", shape.n_head_kv, ", head_dim ",
         shape.head_dim, ", capacity ", shape.capacity);
+  if (type == KvCacheType::q8_0) {
+    check(shape.head_dim % quant::kBlock32 == 0, "KvCache", "a q8_0 cache needs head_dim a multiple of ",
+          quant::kBlock32, ", got ", shape.head_dim);
+    const auto blocks = static_cast<size_t>(shape.n_head_kv * shape.capacity * (shape.head_dim / quant::kBlock32));
+    key_blocks_.assign(static_cast<size_t>(shape.n_layer), std::vector<quant::BlockQ8_0>(blocks));
+    value_blocks_.assign(static_cast<size_t>(shape.n_layer), std::vector<quant::BlockQ8_0>(blocks));
+    return;
+  }
   const Dims dims{shape.n_head_kv, shape.capacity, shape.head_dim};
   for (int i = 0; i < shape.n_layer; ++i) {
     keys_.push_back(Array::zeros(ctx, dims, storage_dtype(type)));
@@ -20,33 +31,59 @@ KvCache::KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type) 
   }
 }
 
+// x [n_head_kv, n, head_dim] -> the blocks of positions [start, start + n) of every head.
+void KvCache::write_q8_0(ExecContext& ctx, std::vector<quant::BlockQ8_0>& blocks, int64_t start, const Array& x) {
+  const Array rows = contiguous(ctx, x.dtype() == DType::f32 ? x : cast(ctx, x, DType::f32));
+  const int64_t n = x.dim(1), d = shape_.head_dim, per_row = d / quant::kBlock32;
+  const float* in = rows.data<float>();
+  for (int64_t h = 0; h < shape_.n_head_kv; ++h)
+    for (int64_t t = 0; t < n; ++t)
+      quant::quantize_row_q8_0(in + (h * n + t) * d, &blocks[size_t((h * shape_.capacity + start + t) * per_row)], d);
+}
+
+Array KvCache::read_q8_0(ExecContext& ctx, const std::vector<quant::BlockQ8_0>& blocks, int64_t length) const {
+  const int64_t d = shape_.head_dim, per_row = d / quant::kBlock32;
+  Array out = Array::empty(ctx, {1, shape_.n_head_kv, length, d}, DType::f32);
+  float* dst = out.data<float>();
+  for (int64_t h = 0; h < shape_.n_head_kv; ++h)
+    for (int64_t t = 0; t < length; ++t)
+      quant::dequantize_row_q8_0(&blocks[size_t((h * shape_.capacity + t) * per_row)], dst + (h * length + t) * d, d);
+  return out;
+}
+
 void KvCache::write(ExecContext& ctx, int layer, int64_t start, const Array& k, const Array& v) {
-  check(layer >= 0 && layer < shape_.n_layer, "KvCache::write", "layer ", layer, " out of range [0, ",
-        shape_.n_layer, ")");
+  check(layer >= 0 && layer < shape_.n_layer, "KvCache::write", "layer ", layer, " out of range [0, ", shape_.n_layer,
+        ")");
   check(k.rank() == 3 && k.shape() == v.shape() && k.dim(0) == shape_.n_head_kv && k.dim(2) == shape_.head_dim,
         "KvCache::write", "k and v must be [", shape_.n_head_kv, ", n, ", shape_.head_dim, "], got ", k.shape(),
         " and ", v.shape());
   const int64_t n = k.dim(1);
   check(start >= 0 && start <= size_ && start + n <= shape_.capacity, "KvCache::write", "positions [", start, ", ",
         start + n, ") do not continue the cache of ", size_, " positions within its capacity ", shape_.capacity);
+  if (type_ == KvCacheType::q8_0) {
+    write_q8_0(ctx, key_blocks_[size_t(layer)], start, k);
+    write_q8_0(ctx, value_blocks_[size_t(layer)], start, v);
+    return;
+  }
   const DType dtype = storage_dtype(type_);
   copy_into(ctx, k.dtype() == dtype ? k : cast(ctx, k, dtype), keys_[layer].narrow(1, start, n));
   copy_into(ctx, v.dtype() == dtype ? v : cast(ctx, v, dtype), values_[layer].narrow(1, start, n));
 }
 
-Array KvCache::read(ExecContext& ctx, const std::vector<Array>& buffers, int layer, int64_t length, const char* what) const {
+Array KvCache::read(ExecContext& ctx, bool keys, int layer, int64_t length, const char* what) const {
   check(layer >= 0 && layer < shape_.n_layer && length >= 0 && length <= shape_.capacity, what, "layer ", layer,
-        ", length ", length, " out of range for a cache of ", shape_.n_layer, " layers and capacity ",
-        shape_.capacity);
-  Array view = buffers[static_cast<size_t>(layer)].narrow(1, 0, length).unsqueeze(0);
+        ", length ", length, " out of range for a cache of ", shape_.n_layer, " layers and capacity ", shape_.capacity);
+  const auto at = static_cast<size_t>(layer);
+  if (type_ == KvCacheType::q8_0) return read_q8_0(ctx, keys ? key_blocks_[at] : value_blocks_[at], length);
+  Array view = (keys ? keys_[at] : values_[at]).narrow(1, 0, length).unsqueeze(0);
   return view.dtype() == DType::f32 ? view : cast(ctx, view, DType::f32);
 }
 
 Array KvCache::keys(ExecContext& ctx, int layer, int64_t length) const {
-  return read(ctx, keys_, layer, length, "KvCache::keys");
+  return read(ctx, true, layer, length, "KvCache::keys");
 }
 Array KvCache::values(ExecContext& ctx, int layer, int64_t length) const {
-  return read(ctx, values_, layer, length, "KvCache::values");
+  return read(ctx, false, layer, length, "KvCache::values");
 }
 
 void KvCache::advance(int64_t n) {

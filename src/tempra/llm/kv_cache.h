@@ -9,19 +9,21 @@
 // an edited prompt); since positions past size() are always rewritten before they are read,
 // truncate + re-append reads exactly what a fresh cache would, bit for bit.
 //
-// Storage type: f32 (exact) or f16 (llama.cpp's default, half the memory); write() rounds to
-// the storage type and keys()/values() widen back to f32 for attention. q8_0 is meant to join
-// as a third KvCacheType with a block-quantized layout; nothing outside this file would change.
+// Storage type: f32 (exact), f16 (llama.cpp's default, half the memory) or q8_0 (ggml's Q8_0
+// blocks along head_dim, which must be a multiple of 32; about a quarter of f32's memory).
+// write() rounds to the storage type (Q8_0 with the reference encoder, byte-identical to
+// ggml's) and keys()/values() widen back to f32 for attention.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "tempra/core/array.h"
+#include "tempra/quant/blocks.h"
 
 namespace tempra::llm {
 
-enum class KvCacheType : uint8_t { f32, f16 };
+enum class KvCacheType : uint8_t { f32, f16, q8_0 };
 
 struct KvCacheShape {
   int n_layer = 0;
@@ -53,12 +55,16 @@ class KvCache {
   void truncate(int64_t n);
 
  private:
-  Array read(ExecContext& ctx, const std::vector<Array>& buffers, int layer, int64_t length, const char* what) const;
+  Array read(ExecContext& ctx, bool keys, int layer, int64_t length, const char* what) const;
+  void write_q8_0(ExecContext& ctx, std::vector<quant::BlockQ8_0>& blocks, int64_t start, const Array& x);
+  Array read_q8_0(ExecContext& ctx, const std::vector<quant::BlockQ8_0>& blocks, int64_t length) const;
 
   KvCacheShape shape_;
   KvCacheType type_;
   int64_t size_ = 0;
-  std::vector<Array> keys_, values_;  // per layer [n_head_kv, capacity, head_dim]
+  std::vector<Array> keys_, values_;  // f32/f16: per layer [n_head_kv, capacity, head_dim]
+  // q8_0: per layer, blocks in [n_head_kv, capacity, head_dim / 32] order.
+  std::vector<std::vector<quant::BlockQ8_0>> key_blocks_, value_blocks_;
 };
 
 }  // namespace tempra::llm

@@ -47,7 +47,9 @@ class Loader {
 
 }  // namespace
 
-Qwen3Model Qwen3Model::load(const std::filesystem::path& path) { return load(io::GgufModel::open(path)); }
+Qwen3Model Qwen3Model::load(const std::filesystem::path& path) {
+  return load(io::GgufModel::open(path));
+}
 
 Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
   const Loader in(gguf);
