@@ -132,6 +132,26 @@ TEST(Quantize, rejects_partial_blocks_and_plain_dtypes) {
   EXPECT_NE(dense.find("[dequantize] dtype f32 is not a block-quantized format"), std::string::npos) << dense;
 }
 
+// Token embeddings stored quantized: looking rows up decodes just those rows, bit for bit what
+// dequantizing the whole table and selecting would give.
+TEST(Quantize, embedding_of_a_quantized_table_decodes_the_selected_rows) {
+  ExecContext ctx(ExecOptions{.threads = 2});
+  const Array table = normal(ctx, {50, 256});
+  const Array ids = Array::from_values<int32_t>(ctx, {2, 3}, {7, 0, 49, 7, 13, 2});
+  for (const char* name : {"q8_0", "q4_k", "q6_k"}) {
+    const Array q = quantize(ctx, table, quant::find_format(name)->dtype);
+    const Array got = embedding(ctx, q, ids);
+    ASSERT_EQ(got.shape(), (Dims{2, 3, 256})) << name;
+    ASSERT_EQ(got.dtype(), DType::f32) << name;
+    EXPECT_EQ(to_vector<float>(ctx, got), to_vector<float>(ctx, embedding(ctx, dequantize(ctx, q), ids))) << name;
+  }
+  const Array q = quantize(ctx, table, quant::q8_0());
+  const std::string bad = testing::error_message(
+      [&] { embedding(ctx, q, Array::from_values<int32_t>(ctx, {1}, {50})); });
+  EXPECT_NE(bad.find("embedding"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("50"), std::string::npos) << bad;
+}
+
 TEST(Quantize, block_dtypes_are_registered_with_ggml_geometry) {
   EXPECT_EQ(quant::q8_0().name(), "q8_0");
   EXPECT_TRUE(quant::q8_0().is_block_quantized());

@@ -4,6 +4,7 @@
 #include "tempra/backend/scalar/movement.h"
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
+#include "tempra/quant/formats.h"
 
 namespace tempra {
 
@@ -118,7 +119,22 @@ Array embedding(ExecContext& ctx, const Array& table, const Array& ids) {
   const Array flat = detail::index_as_i64(ctx, ids, "embedding").reshape({-1});
   Dims shape = ids.shape();
   shape.push_back(table.dim(1));
-  return index_select(ctx, table, 0, flat).reshape(shape);
+  if (!table.dtype().is_block_quantized()) return index_select(ctx, table, 0, flat).reshape(shape);
+  // A block-quantized table (how quantized model files store token embeddings): decode only
+  // the selected rows, each with the format's reference decoder, into f32.
+  check_indices(flat, table.dim(0), "embedding", table.shape());
+  const quant::QuantFormat& format = *quant::find_format(table.dtype());
+  const int64_t dim = table.dim(1), rows = flat.numel();
+  const size_t row_bytes = table.dtype().bytes_for(dim);
+  const auto* blocks = static_cast<const uint8_t*>(table.raw_data());
+  const int64_t* index = flat.data<int64_t>();
+  Array out = Array::empty(ctx, {rows, dim}, DType::f32);
+  float* y = out.data<float>();
+  ctx.threads().parallel_for(rows, 1 + 16384 / (dim + 1), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r)
+      format.dequantize_row(blocks + static_cast<size_t>(index[r]) * row_bytes, y + r * dim, dim);
+  });
+  return out.reshape(shape);
 }
 
 Array pad(ExecContext& ctx, const Array& x, const std::vector<std::pair<int64_t, int64_t>>& pads, double value) {

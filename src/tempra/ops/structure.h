@@ -21,7 +21,9 @@ std::vector<Array> split(const Array& x, int axis, const std::vector<int64_t>& s
 Array gather(ExecContext& ctx, const Array& x, int axis, const Array& index);
 // Rows of x along `axis` picked by a 1-D index.
 Array index_select(ExecContext& ctx, const Array& x, int axis, const Array& index);
-// table [vocab, dim] looked up by ids of any shape: [ids..., dim].
+// table [vocab, dim] looked up by ids of any shape: [ids..., dim]. A block-quantized table
+// (Q8_0, Q4_K, ... as model files store token embeddings) gives f32 rows: only the selected
+// rows are decoded, with the format's reference decoder.
 Array embedding(ExecContext& ctx, const Array& table, const Array& ids);
 
 // Pads every axis by (before, after) elements of `value`; one pair per axis, outermost first.
