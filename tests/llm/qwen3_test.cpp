@@ -59,7 +59,7 @@ struct Rewrite {
   io::GgufValue set_value{};
   std::string drop_key{}, drop_tensor{}, halve_tensor{};
   bool model_like = false;
-  bool q8_0_matrices = false;  // after model_like: every weight matrix but token_embd as Q8_0
+  bool q8_0_matrices = false;  // after model_like: every weight matrix, token_embd too, as Q8_0
 };
 
 fs::path rewrite_model(const fs::path& source_path, const std::string& name, const Rewrite& r) {
@@ -93,7 +93,7 @@ fs::path rewrite_model(const fs::path& source_path, const std::string& name, con
       ne[0] /= 2;
       owned->resize(owned->size() / 2);
     }
-    if (r.q8_0_matrices && t.n_dims == 2 && t.name != "token_embd.weight") {
+    if (r.q8_0_matrices && t.n_dims == 2) {
       const Array values = Array::from_values<float>(
           ctx, {ne[1], ne[0]}, std::span(reinterpret_cast<const float*>(owned->data()), size_t(ne[0] * ne[1])));
       w.add_tensor(t.name, quantize(ctx, values, quant::q8_0()));
@@ -263,12 +263,13 @@ TEST_P(Qwen3Backends, f16_and_bf16_weights_match_the_reference_of_the_same_file)
                 1e-5);
 }
 
-// Q8_0 weight matrices (token_embd stays f32: embedding rows of block-quantized tables are not
-// supported yet). The reference decodes the same blocks exactly; tempra, like ggml, also rounds
-// each activation row to Q8_0 before the integer dot products. That rounding alone accounts for
-// the whole deviation: the reference with ggml's Q8_0 activation rounding added (a local
-// experiment, not committed) moves from its exact self by 0.016 / 0.026 / 0.032 at 1 / 7 / 64
-// tokens, the same as tempra on both backends. The bound catches a wrong decode or layout.
+// Q8_0 weight matrices, the token embedding included (its rows are decoded on lookup, as
+// llama.cpp's Q8_0 files store it). The reference decodes the same blocks exactly; tempra, like
+// ggml, also rounds each activation row to Q8_0 before the integer dot products. That rounding
+// alone accounts for the whole deviation: the reference with ggml's Q8_0 activation rounding
+// added (a local experiment, not committed) moved from its exact self by 0.016 / 0.026 / 0.032
+// at 1 / 7 / 64 tokens (matrices only), the same as tempra on both backends. The bound catches
+// a wrong decode or layout.
 TEST_P(Qwen3Backends, q8_0_weights_stay_within_activation_rounding_of_the_reference) {
   const fs::path path = scratch_dir() / "q8_0.gguf";
   if (!fs::exists(path)) rewrite_model(model_path({.weight_type = 0}, "f32"), "q8_0", {.q8_0_matrices = true});
