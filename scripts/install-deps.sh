@@ -14,20 +14,7 @@ packages=(
   python3-numpy  # tools/qwen3_reference.py, run by tests/llm/qwen3_test with /usr/bin/python3
 )
 
-missing=()
-for p in "${packages[@]}"; do
-  # node and npm may come from elsewhere than Debian (nodesource, nvm): a working one will do.
-  if [ "$p" = nodejs ] && command -v node >/dev/null; then continue; fi
-  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "installing: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+"$(dirname "$0")/apt-install-missing.sh" "${packages[@]}"
 
 # The llama.cpp oracle the parity tests link (npm; not a Debian package).
 "$(dirname "$0")/../tools/oracle/install.sh"

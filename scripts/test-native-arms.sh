@@ -18,17 +18,7 @@ jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 targets=(backend_native_parity_test)
 
 packages=(cmake ninja-build g++-aarch64-linux-gnu qemu-user googletest)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-  echo "installing: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/apt-install-missing.sh "${packages[@]}"
 
 echo "== neon (aarch64, qemu) =="
 cmake -S . -B build/neon -G Ninja -DCMAKE_BUILD_TYPE=Release \

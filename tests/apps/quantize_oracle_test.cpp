@@ -23,6 +23,7 @@
 #include "support/files.h"
 #include "ggml-backend.h"
 #include "llama.h"
+#include "support/llama_oracle.h"
 #include "quantize.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
@@ -33,23 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// llama.cpp logs every tensor; keep only the last error for failure messages.
-std::string& last_llama_error() {
-  static std::string e;
-  return e;
-}
-void quiet_log(ggml_log_level level, const char* text, void*) {
-  if (level == GGML_LOG_LEVEL_ERROR) last_llama_error() += text;
-}
-
-void init_llama() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llama_log_set(quiet_log, nullptr);
-    ggml_backend_load_all_from_path(TEMPRA_ORACLE_BINS);
-    llama_backend_init();
-  });
-}
+using testing::init_llama;
+using testing::last_llama_error;
 
 fs::path scratch_dir() {
   static const fs::path dir = [] {

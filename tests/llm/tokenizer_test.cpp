@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "support/llama_oracle.h"
 #include "llm/qwen3_vocab.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
@@ -33,13 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string& last_llama_error() {
-  static std::string e;
-  return e;
-}
-void quiet_log(ggml_log_level level, const char* text, void*) {
-  if (level == GGML_LOG_LEVEL_ERROR) last_llama_error() += text;
-}
+using testing::init_llama;
+using testing::last_llama_error;
 
 // One Qwen3 vocab per test process: the GGUF, tempra's tokenizer over it and llama.cpp's.
 struct Qwen3 {
@@ -49,9 +45,7 @@ struct Qwen3 {
   const llama_vocab* vocab = nullptr;
 
   Qwen3() {
-    llama_log_set(quiet_log, nullptr);
-    ggml_backend_load_all_from_path(TEMPRA_ORACLE_BINS);
-    llama_backend_init();
+    init_llama();
     dir = fs::temp_directory_path() / ("tempra-tokenizer-test-" + std::to_string(::getpid()));
     fs::create_directories(dir);
     const fs::path gguf = dir / "qwen3-vocab.gguf";
