@@ -11,8 +11,7 @@
 //   query, rescaled by exp(m_old - m_new) when the maximum grows, so no [Tq, Tk] score matrix
 //   is materialized. A task is one (batch, kv head, tile of query positions): the tile's query
 //   heads that share the kv head (grouped-query attention) and positions walk the keys together
-//   in blocks, so each key and value row is loaded once per tile rather than once per query:
-//   a block of keys is packed transposed and scored against four query rows at a time.
+//   in blocks, so each key and value row is loaded once per tile rather than once per query.
 //   Within ~1e-5 relative of scalar's exact softmax (bound in the parity test).
 #include <cmath>
 #include <limits>
@@ -44,49 +43,7 @@ inline void scale_row(const float* x, float inv, float shift, const float* w, co
 
 constexpr int kQueryTile = 8;    // query positions per attention task
 constexpr int kMaxTileRows = 64;  // query heads per kv head x positions, at most
-constexpr int kKeyVectors = kLanes == 8 ? 2 : 4;  // keys per block, in vectors (AVX2 has 16 registers)
-constexpr int kKeyBlock = kKeyVectors * kLanes;  // 64 (AVX-512), 16 (AVX2), 16 (NEON)
-constexpr int kScoreRows = 4;                    // query rows sharing each load of a key block
-
-// scores[r][jj] = q_r . k_(j0 + jj) for the tile's rows, one block of keys: the block is packed
-// transposed (kt[d][jj]) so that each step broadcasts one element of four query rows against a
-// vector of keys; no horizontal sums. Lane jj of a score sums over d in increasing order.
-inline void block_scores(const float* const* q_rows, int64_t rows, const float* keys, int64_t D, int64_t j0,
-                         int64_t j1, float* kt, float (*scores)[kKeyBlock]) {
-  if (rows < kScoreRows) {
-    // Too few rows to pay for the transposed copy (decode: one position, `group` heads): a
-    // vectorized dot product per (row, key), reduced across lanes.
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = j0; j < j1; ++j) {
-        const float* kr = keys + j * D;
-        V dot = zero();
-        int64_t d = 0;
-        for (; d + kLanes <= D; d += kLanes) dot = fma(load(q_rows[r] + d), load(kr + d), dot);
-        if (d < D) dot = fma(load_partial(q_rows[r] + d, int(D - d)), load_partial(kr + d, int(D - d)), dot);
-        scores[r][j - j0] = reduce_add(dot);
-      }
-    return;
-  }
-  for (int64_t d = 0; d < D; ++d)
-    for (int64_t jj = 0; jj < kKeyBlock; ++jj) kt[d * kKeyBlock + jj] = j0 + jj < j1 ? keys[(j0 + jj) * D + d] : 0.0f;
-  for (int64_t r0 = 0; r0 < rows; r0 += kScoreRows) {
-    const float* qr[kScoreRows];
-    for (int rr = 0; rr < kScoreRows; ++rr) qr[rr] = q_rows[std::min<int64_t>(r0 + rr, rows - 1)];
-    V acc[kScoreRows][kKeyVectors];
-    for (int rr = 0; rr < kScoreRows; ++rr)
-      for (int v = 0; v < kKeyVectors; ++v) acc[rr][v] = zero();
-    for (int64_t d = 0; d < D; ++d) {
-      V kv[kKeyVectors];
-      for (int v = 0; v < kKeyVectors; ++v) kv[v] = load(kt + d * kKeyBlock + v * kLanes);
-      for (int rr = 0; rr < kScoreRows; ++rr) {
-        const V qd = set1(qr[rr][d]);
-        for (int v = 0; v < kKeyVectors; ++v) acc[rr][v] = fma(qd, kv[v], acc[rr][v]);
-      }
-    }
-    for (int rr = 0; rr < kScoreRows && r0 + rr < rows; ++rr)
-      for (int v = 0; v < kKeyVectors; ++v) store(scores[r0 + rr] + v * kLanes, acc[rr][v]);
-  }
-}
+constexpr int kKeyBlock = 64;
 
 }  // namespace
 
@@ -183,60 +140,44 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
         l[r] = 0.0f;
         std::fill(acc_all + r * Dv, acc_all + (r + 1) * Dv, 0.0f);
       }
-      float* kt = thread_scratch(2).floats(D * kKeyBlock);
-      float dots[kMaxTileRows][kKeyBlock];
+      float block[kKeyBlock];
       for (int64_t j0 = 0; j0 < key_end; j0 += kKeyBlock) {
         const int64_t j1 = std::min<int64_t>(key_end, j0 + kKeyBlock);
-        block_scores(q_rows, rows, keys, D, j0, j1, kt, dots);
-        // Per row: scores as scalar forms them, then p_j = exp(score_j - m_new) in place, the
-        // running maximum, the rescale factor of what is accumulated so far, and the normalizer.
-        float correction[kMaxTileRows];
         for (int64_t r = 0; r < rows; ++r) {
-          float* p = dots[r];
+          // Scores of this row against the block, exactly as scalar forms them before the softmax.
           float block_max = neg_inf;
-          if (!mask_rows[r] && j1 <= visible[r] && j1 - j0 == kKeyBlock) {
-            // The common case, a whole block of visible keys without a mask: vector by vector.
-            for (int v = 0; v < kKeyVectors; ++v) store(p + v * kLanes, mul(load(p + v * kLanes), set1(float(scale))));
-            block_max = row_max(p, kKeyBlock);
-          } else {
-            for (int64_t j = j0; j < j1; ++j) {
-              float score = j < visible[r] ? p[j - j0] * float(scale) : neg_inf;
-              if (mask_rows[r]) score += mask_rows[r][j * ms[3]];
-              p[j - j0] = score;
-              block_max = std::max(block_max, score);
+          for (int64_t j = j0; j < j1; ++j) {
+            float score = neg_inf;
+            if (j < visible[r]) {
+              const float* kr = keys + j * D;
+              V dot = zero();
+              int64_t d = 0;
+              for (; d + kLanes <= D; d += kLanes) dot = fma(load(q_rows[r] + d), load(kr + d), dot);
+              if (d < D) dot = fma(load_partial(q_rows[r] + d, int(D - d)), load_partial(kr + d, int(D - d)), dot);
+              score = reduce_add(dot) * float(scale);
             }
+            if (mask_rows[r]) score += mask_rows[r][j * ms[3]];
+            block[j - j0] = score;
+            block_max = std::max(block_max, score);
           }
-          if (block_max == neg_inf) {  // nothing visible in this block: it adds exp(-inf) = 0
-            std::fill(p, p + kKeyBlock, 0.0f);
-            correction[r] = 1.0f;
-            continue;
-          }
+          if (block_max == neg_inf) continue;  // nothing visible here: adds exp(-inf) = 0
           const float m_new = std::max(m[r], block_max);
-          correction[r] = std::exp(m[r] - m_new);  // 0 on the first visible block
-          l[r] = l[r] * correction[r] + row_exp_in_place(p, j1 - j0, m_new);
-          m[r] = m_new;
-        }
-        // acc_r = acc_r * correction_r + sum_j p_rj v_j, four rows per load of each value vector.
-        for (int64_t r0 = 0; r0 < rows; r0 += kScoreRows) {
-          const int nr = int(std::min<int64_t>(kScoreRows, rows - r0));
+          const float correction = std::exp(m[r] - m_new);  // 0 on the first visible block
+          const float block_sum = row_exp_in_place(block, j1 - j0, m_new);  // block[j] = p_j
+          // acc = acc * correction + sum_j p_j v_j, vector by vector over the value dimension.
+          float* acc = acc_all + r * Dv;
           for (int64_t d = 0; d < Dv; d += kLanes) {
             const int count = int(std::min<int64_t>(kLanes, Dv - d));
-            V a[kScoreRows];
-            for (int rr = 0; rr < nr; ++rr) {
-              float* acc = acc_all + (r0 + rr) * Dv + d;
-              a[rr] = mul(count == kLanes ? load(acc) : load_partial(acc, count), set1(correction[r0 + rr]));
-            }
+            V a = mul(count == kLanes ? load(acc + d) : load_partial(acc + d, count), set1(correction));
             for (int64_t j = j0; j < j1; ++j) {
               const float* vr = values + j * Dv + d;
-              const V vj = count == kLanes ? load(vr) : load_partial(vr, count);
-              for (int rr = 0; rr < nr; ++rr) a[rr] = fma(set1(dots[r0 + rr][j - j0]), vj, a[rr]);
+              a = fma(set1(block[j - j0]), count == kLanes ? load(vr) : load_partial(vr, count), a);
             }
-            for (int rr = 0; rr < nr; ++rr) {
-              float* acc = acc_all + (r0 + rr) * Dv + d;
-              if (count == kLanes) store(acc, a[rr]);
-              else store_partial(acc, a[rr], count);
-            }
+            if (count == kLanes) store(acc + d, a);
+            else store_partial(acc + d, a, count);
           }
+          l[r] = l[r] * correction + block_sum;
+          m[r] = m_new;
         }
       }
       for (int64_t r = 0; r < rows; ++r) {
