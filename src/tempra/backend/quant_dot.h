@@ -10,6 +10,7 @@
 // sums bitwise.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 
@@ -36,6 +37,14 @@ struct QuantDotArm {
   const char* name;
   std::span<const QuantDot> dots;
 };
+
+// The formats every native arm covers, one function each; hot_format_dots() pairs them with
+// their weight and partner dtypes, so the arms list only their own functions.
+struct HotFormatDots {
+  using Dot = float (*)(int64_t, const void*, const void*);
+  Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
+};
+std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& dots);
 
 // The arms this build has and this CPU runs, best first: x86-64 "avx512vnni" (checked by
 // CPUID), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each

@@ -31,6 +31,11 @@ inline int64_t row_count(const Dims& shape) {
   return rows;
 }
 
+// The innermost extent (1 for rank 0) and an operand's innermost stride (0 for rank 0): what a
+// row kernel loops over.
+inline int64_t inner_extent(const Dims& shape) { return shape.size() ? shape.back() : 1; }
+inline int64_t inner_stride(const Dims& strides) { return strides.size() ? strides.back() : 0; }
+
 // For rows [first, last) of `shape` (in row-major order), calls fn(row, offsets) where
 // offsets[k] is the element offset of that row's first element in operand k, whose strides
 // are strides[k]. The innermost axis is left to fn.

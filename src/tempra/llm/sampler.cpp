@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "tempra/core/error.h"
 #include "tempra/core/rng.h"
@@ -19,19 +18,20 @@ Sampler::Sampler(const SamplerParams& p) : params_(p) {
   check(p.repeat_last_n >= -1, "sampler", "repeat_last_n must be >= -1, got ", p.repeat_last_n);
 }
 
+// Called while candidates_[id] is still token `id`: only the tokens in the window are touched,
+// not the whole vocabulary.
 void Sampler::apply_penalties(std::span<const int32_t> history) {
   const bool any = params_.repeat_penalty != 1.0f || params_.frequency_penalty != 0.0f ||
                    params_.presence_penalty != 0.0f;
   if (!any || params_.repeat_last_n == 0 || history.empty()) return;
   const size_t window = params_.repeat_last_n < 0 ? history.size()
                                                   : std::min(history.size(), size_t(params_.repeat_last_n));
-  std::unordered_map<int32_t, int> counts;
-  for (int32_t id : history.last(window)) ++counts[id];
-  for (Candidate& c : candidates_) {
-    const auto it = counts.find(c.id);
-    if (it == counts.end()) continue;
-    c.logit = c.logit <= 0.0f ? c.logit * params_.repeat_penalty : c.logit / params_.repeat_penalty;
-    c.logit -= float(it->second) * params_.frequency_penalty + params_.presence_penalty;
+  counts_.clear();  // keeps its buckets: no allocation once warm
+  for (int32_t id : history.last(window)) ++counts_[id];
+  for (const auto& [id, count] : counts_) {
+    float& logit = candidates_[size_t(id)].logit;
+    logit = logit <= 0.0f ? logit * params_.repeat_penalty : logit / params_.repeat_penalty;
+    logit -= float(count) * params_.frequency_penalty + params_.presence_penalty;
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace tempra::llm {
@@ -56,8 +57,10 @@ class Sampler {
 
   SamplerParams params_;
   uint64_t step_ = 0;
-  std::vector<Candidate> candidates_;  // reused across calls: sampling allocates once
+  // Reused across calls, so sampling allocates only while they grow.
+  std::vector<Candidate> candidates_;
   std::vector<float> probs_;
+  std::unordered_map<int32_t, int> counts_;  // occurrences in the penalty window
 };
 
 }  // namespace tempra::llm

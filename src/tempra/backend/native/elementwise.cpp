@@ -17,9 +17,6 @@ namespace {
 
 using namespace simd;
 
-inline int64_t inner_stride(const Dims& strides) { return strides.size() ? strides.back() : 0; }
-inline int64_t inner_extent(const Dims& shape) { return shape.size() ? shape.back() : 1; }
-
 // y[j] = f(x[j]) for j < n, full vectors then one partial one.
 template <class F>
 inline void map_row(const float* x, float* y, int64_t n, F f) {

@@ -326,6 +326,14 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   });
 }
 
+// Products with no output, or no depth (c = 0): true when handled here.
+bool empty_product(int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return true;
+  if (k != 0) return false;
+  for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+  return true;
+}
+
 }  // namespace
 
 const char* gemm_provider() {
@@ -338,11 +346,7 @@ const char* gemm_provider() {
 
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    return;
-  }
+  if (empty_product(m, n, k, c, ldc)) return;
   // Row-major b: read in place for short products, and for any product whose b is small
   // enough to stay in L2 across the row blocks (packing would cost more than it saves).
   if (b_col == 1 && (m <= kSkinnyRows || k * n <= kUnpackedB))
@@ -367,11 +371,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
 template <class W>
 void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
                        float* c, int64_t ldc, ThreadPool& pool) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    return;
-  }
+  if (empty_product(m, n, k, c, ldc)) return;
   if (m <= kSkinnyRows) return gemm_skinny_dots(m, n, k, a, lda, 1, w, ldw, c, ldc, 1, pool);
   gemm_packed(m, n, k, a, lda, 1, w, 1, ldw, c, ldc, pool);
 }

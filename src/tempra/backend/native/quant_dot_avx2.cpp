@@ -250,14 +250,7 @@ bool cpu_has_avx2() {
 std::span<const QuantDot> quant_dots_avx2() {
   static const bool available = cpu_has_avx2();
   if (!available) return {};
-  static const QuantDot table[] = {
-      {q8_0(), q8_0(), &dot_q8_0},
-      {q4_0(), q8_0(), &dot_q4_0},
-      {find_format("q4_k")->dtype, find_format("q8_k")->dtype, &dot_q4_k},
-      {find_format("q5_k")->dtype, find_format("q8_k")->dtype, &dot_q5_k},
-      {find_format("q6_k")->dtype, find_format("q8_k")->dtype, &dot_q6_k},
-      {find_format("tq2_0")->dtype, find_format("q8_k")->dtype, &dot_tq2_0},
-  };
+  static const auto table = hot_format_dots({&dot_q8_0, &dot_q4_0, &dot_q4_k, &dot_q5_k, &dot_q6_k, &dot_tq2_0});
   return table;
 }
 

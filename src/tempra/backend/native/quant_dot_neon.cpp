@@ -213,14 +213,7 @@ float dot_tq2_0(int64_t n, const void* w, const void* a) {
 
 // This arm's dots: NEON is part of the aarch64 baseline (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_neon() {
-  static const QuantDot table[] = {
-      {q8_0(), q8_0(), &dot_q8_0},
-      {q4_0(), q8_0(), &dot_q4_0},
-      {find_format("q4_k")->dtype, find_format("q8_k")->dtype, &dot_q4_k},
-      {find_format("q5_k")->dtype, find_format("q8_k")->dtype, &dot_q5_k},
-      {find_format("q6_k")->dtype, find_format("q8_k")->dtype, &dot_q6_k},
-      {find_format("tq2_0")->dtype, find_format("q8_k")->dtype, &dot_tq2_0},
-  };
+  static const auto table = hot_format_dots({&dot_q8_0, &dot_q4_0, &dot_q4_k, &dot_q5_k, &dot_q6_k, &dot_tq2_0});
   return table;
 }
 

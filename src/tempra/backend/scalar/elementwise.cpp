@@ -54,10 +54,6 @@ T apply_binary(BinaryOp op, T a, T b) {
   return a;
 }
 
-// The innermost extent and each operand's innermost stride (rank 0 is a single element).
-inline int64_t inner_extent(const Dims& shape) { return shape.size() ? shape.back() : 1; }
-inline int64_t inner_stride(const Dims& strides) { return strides.size() ? strides.back() : 0; }
-
 }  // namespace
 
 template <class T>

@@ -309,6 +309,19 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
 
 namespace native {
 
+std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
+  using quant::find_format;
+  const DType q8_k = find_format("q8_k")->dtype;
+  return {{
+      {quant::q8_0(), quant::q8_0(), d.q8_0},
+      {quant::q4_0(), quant::q8_0(), d.q4_0},
+      {find_format("q4_k")->dtype, q8_k, d.q4_k},
+      {find_format("q5_k")->dtype, q8_k, d.q5_k},
+      {find_format("q6_k")->dtype, q8_k, d.q6_k},
+      {find_format("tq2_0")->dtype, q8_k, d.tq2_0},
+  }};
+}
+
 #if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
 std::span<const QuantDot> quant_dots_avx512();  // backend/native/quant_dot_avx512.cpp
 std::span<const QuantDot> quant_dots_avx2();    // backend/native/quant_dot_avx2.cpp
