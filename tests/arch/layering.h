@@ -19,9 +19,11 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
       {"quant", {"core", "quant"}},
       {"backend", {"core", "quant", "backend"}},
       {"ops", {"core", "quant", "backend", "ops"}},
-      {"typed", {"core", "ops", "typed"}},
+      {"ag", {"core", "quant", "backend", "ops", "ag"}},
+      {"typed", {"core", "ops", "ag", "typed"}},
       {"io", {"core", "quant", "io"}},
-      {"llm", {"core", "quant", "backend", "ops", "typed", "io", "llm"}},
+      {"optim", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim"}},
+      {"llm", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm"}},
   };
   return table;
 }

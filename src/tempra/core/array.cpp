@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "tempra/core/grad_node.h"
+
 namespace tempra {
 
 Array::Array(std::shared_ptr<Storage> storage, DType dtype, const Dims& shape, const Dims& strides, int64_t offset)
@@ -72,7 +74,7 @@ Array Array::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
   out.offset_ += start * strides_[a];
   out.shape_[a] = (stop - start + step - 1) / step;
   out.strides_[a] = strides_[a] * step;
-  return out;
+  return finish_view(std::move(out), "slice");
 }
 
 Array Array::select(int axis, int64_t index) const {
@@ -84,7 +86,7 @@ Array Array::select(int axis, int64_t index) const {
   out.offset_ += index * strides_[a];
   out.shape_.erase(a);
   out.strides_.erase(a);
-  return out;
+  return finish_view(std::move(out), "select");
 }
 
 Array Array::permute(const Dims& order) const {
@@ -99,7 +101,7 @@ Array Array::permute(const Dims& order) const {
     out.shape_[i] = shape_[src];
     out.strides_[i] = strides_[src];
   }
-  return out;
+  return finish_view(std::move(out), "permute");
 }
 
 Array Array::transpose(int a, int b) const {
@@ -135,7 +137,7 @@ Array Array::reshape(const Dims& shape) const {
   Array out = *this;
   out.shape_ = target;
   out.strides_ = contiguous_strides(target);
-  return out;
+  return finish_view(std::move(out), "reshape");
 }
 
 Array Array::broadcast_to(const Dims& shape) const {
@@ -153,7 +155,7 @@ Array Array::broadcast_to(const Dims& shape) const {
       check(shape_[i] == 1, "broadcast_to", "cannot broadcast shape ", shape_, " to ", shape);
     }
   }
-  return out;
+  return finish_view(std::move(out), "broadcast_to");
 }
 
 Array Array::squeeze(int axis) const {
@@ -169,7 +171,7 @@ Array Array::unsqueeze(int axis) const {
   Array out = *this;
   out.shape_.insert(a, 1);
   out.strides_.insert(a, a < rank() ? strides_[a] * shape_[a] : 1);
-  return out;
+  return finish_view(std::move(out), "unsqueeze");
 }
 
 Dims broadcast_shapes(const Dims& a, const Dims& b, const char* op) {

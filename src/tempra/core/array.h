@@ -23,6 +23,8 @@
 
 namespace tempra {
 
+class GradNode;  // tempra/core/grad_node.h
+
 class Array {
  public:
   Array() = default;  // an empty handle: defined() is false
@@ -83,14 +85,35 @@ class Array {
   Array squeeze(int axis) const;
   Array unsqueeze(int axis) const;
 
+  // ---- autograd (tempra/core/grad_node.h, tempra/ag/backward.h) ----
+  // Views of an array that requires a gradient record a node too, so gradients flow through them.
+  bool requires_grad() const { return node_ != nullptr; }
+  // Makes this array a leaf parameter that accumulates a gradient (true), or forgets its graph
+  // (false). Only float arrays can require a gradient.
+  Array& set_requires_grad(bool enabled = true);
+  // True for an array no recorded op produced (a parameter or a plain value).
+  bool is_leaf() const;
+  // A leaf's accumulated gradient, the same shape and dtype; empty if none (or not a leaf).
+  Array grad() const;
+  // Replaces a leaf's gradient (shape and dtype must match; an empty array clears it).
+  void set_grad(const Array& g);
+  void zero_grad() { set_grad(Array{}); }
+  // The same values without the graph: a constant from here on.
+  Array detach() const;
+  const std::shared_ptr<GradNode>& grad_node() const { return node_; }
+  void set_grad_node(std::shared_ptr<GradNode> node) { node_ = std::move(node); }
+
  private:
   void require_plain(const char* op) const;
+  // `out` (a view of this array) without this array's node, plus a view node if it needs one.
+  Array finish_view(Array out, const char* op) const;
 
   std::shared_ptr<Storage> storage_;
   DType dtype_ = DType::f32;
   Dims shape_;
   Dims strides_;
   int64_t offset_ = 0;  // in elements
+  std::shared_ptr<GradNode> node_;  // null unless this array requires a gradient
 };
 
 // The broadcast shape of a and b (numpy rules: align trailing axes; 1 stretches), or throws

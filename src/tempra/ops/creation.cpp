@@ -1,6 +1,8 @@
 // tempra/ops/creation.cpp
 #include "tempra/ops/creation.h"
 
+#include "tempra/core/grad_node.h"
+
 #include "tempra/backend/scalar/movement.h"
 #include "tempra/core/rng.h"
 #include "tempra/ops/dispatch.h"
@@ -95,7 +97,9 @@ bool convert_half_run(ExecContext& ctx, const Array& x, Array& out) {
 
 }  // namespace
 
-Array cast(ExecContext& ctx, const Array& x, DType dtype) {
+namespace {
+
+Array cast_value(ExecContext& ctx, const Array& x, DType dtype) {
   check(x.defined(), "cast", "input is an empty array");
   Array out = Array::empty(ctx, x.shape(), dtype);
   if (x.is_contiguous() && convert_half_run(ctx, x, out)) return out;
@@ -105,6 +109,20 @@ Array cast(ExecContext& ctx, const Array& x, DType dtype) {
       using To = decltype(to_tag);
       scalar::convert<To, From>(x.cref<From>(), out.ref<To>(), ctx.threads());
     });
+  });
+  return out;
+}
+
+}  // namespace
+
+// The VJP of a cast is the cast back: a float-to-float conversion's derivative is 1.
+Array cast(ExecContext& ctx, const Array& x, DType dtype) {
+  if (!any_requires_grad({&x})) return cast_value(ctx, x, dtype);
+  check(dtype.is_floating(), "cast", "casting a value that requires a gradient to ", dtype.name(),
+        " would drop its gradient; detach() it first");
+  Array out = cast_value(ctx, x.detach(), dtype);
+  attach_grad_node(out, "cast", {x}, [from = x.dtype()](ExecContext& c, const Array& g, const std::vector<bool>&) {
+    return std::vector<Array>{cast_value(c, g, from)};
   });
   return out;
 }

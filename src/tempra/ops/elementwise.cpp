@@ -1,8 +1,10 @@
 // tempra/ops/elementwise.cpp
 #include "tempra/ops/elementwise.h"
 
+#include "tempra/core/grad_node.h"
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
+#include "tempra/ops/reduce.h"
 
 namespace tempra {
 
@@ -18,7 +20,9 @@ const char* op_name(BinaryOp op) {
   return names[static_cast<int>(op)];
 }
 
-Array unary(ExecContext& ctx, UnaryOp op, const Array& x) {
+namespace {
+
+Array unary_value(ExecContext& ctx, UnaryOp op, const Array& x) {
   const char* name = op_name(op);
   detail::require_float(x, name);
   const Array in = detail::widen(ctx, x);
@@ -30,7 +34,7 @@ Array unary(ExecContext& ctx, UnaryOp op, const Array& x) {
   return detail::narrow(ctx, out, x.dtype());
 }
 
-Array binary(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b) {
+Array binary_value(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b) {
   const char* name = op_name(op);
   detail::require_float(a, name, "left operand");
   detail::require_float(b, name, "right operand");
@@ -43,6 +47,56 @@ Array binary(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b) {
     detail::float_kernels<T>(ctx).binary(op, wa.cref<T>(), wb.cref<T>(), out.ref<T>(), ctx.threads());
   });
   return detail::narrow(ctx, out, a.dtype());
+}
+
+// g * op'(x), in x's dtype (half inputs computed in f32 and rounded once).
+Array unary_vjp(ExecContext& ctx, UnaryOp op, const Array& x, const Array& g) {
+  const Array wx = detail::widen(ctx, x), wg = detail::widen(ctx, g);
+  Array gx = Array::empty(ctx, wx.shape(), wx.dtype());
+  detail::with_float_type(wx.dtype(), op_name(op), [&](auto tag) {
+    using T = decltype(tag);
+    detail::float_kernels<T>(ctx).unary_grad(op, wx.cref<T>(), wg.cref<T>(), gx.ref<T>(), ctx.threads());
+  });
+  return detail::narrow(ctx, gx, x.dtype());
+}
+
+// The gradients of a op b at the broadcast shape, each summed back to its operand's shape.
+std::vector<Array> binary_vjp(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b, const Array& g,
+                              const std::vector<bool>& needs) {
+  const Dims shape = g.shape();
+  const Array wa = detail::widen(ctx, a).broadcast_to(shape), wb = detail::widen(ctx, b).broadcast_to(shape);
+  const Array wg = detail::widen(ctx, g);
+  Array ga = Array::empty(ctx, shape, wg.dtype()), gb = Array::empty(ctx, shape, wg.dtype());
+  detail::with_float_type(wg.dtype(), op_name(op), [&](auto tag) {
+    using T = decltype(tag);
+    detail::float_kernels<T>(ctx).binary_grad(op, wa.cref<T>(), wb.cref<T>(), wg.cref<T>(), ga.ref<T>(), gb.ref<T>(),
+                                              ctx.threads());
+  });
+  std::vector<Array> grads(2);
+  if (needs[0]) grads[0] = detail::narrow(ctx, sum_to(ctx, ga, a.shape()), a.dtype());
+  if (needs[1]) grads[1] = detail::narrow(ctx, sum_to(ctx, gb, b.shape()), b.dtype());
+  return grads;
+}
+
+}  // namespace
+
+Array unary(ExecContext& ctx, UnaryOp op, const Array& x) {
+  if (!any_requires_grad({&x})) return unary_value(ctx, op, x);
+  Array out = unary_value(ctx, op, x.detach());
+  attach_grad_node(out, op_name(op), {x}, [op, x = x.detach()](ExecContext& c, const Array& g, const std::vector<bool>&) {
+    return std::vector<Array>{unary_vjp(c, op, x, g)};
+  });
+  return out;
+}
+
+Array binary(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b) {
+  if (!any_requires_grad({&a, &b})) return binary_value(ctx, op, a, b);
+  Array out = binary_value(ctx, op, a.detach(), b.detach());
+  attach_grad_node(out, op_name(op), {a, b},
+                   [op, a = a.detach(), b = b.detach()](ExecContext& c, const Array& g, const std::vector<bool>& needs) {
+                     return binary_vjp(c, op, a, b, g, needs);
+                   });
+  return out;
 }
 
 Array binary(ExecContext& ctx, BinaryOp op, const Array& a, double scalar) {

@@ -1,6 +1,9 @@
 // tempra/ops/reduce.cpp
 #include "tempra/ops/reduce.h"
 
+#include "tempra/core/grad_node.h"
+#include "tempra/ops/elementwise.h"
+
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
 
@@ -33,7 +36,9 @@ AxisSplit split_at(const Array& x, int axis, bool keepdim) {
 
 }  // namespace
 
-Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, int64_t correction) {
+namespace {
+
+Array reduce_value(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, int64_t correction) {
   const char* name = reduce_name(op);
   detail::require_float(x, name);
   const int a = normalize_axis(axis, x.rank(), name);
@@ -49,6 +54,43 @@ Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepd
                                          ctx.threads());
   });
   return detail::narrow(ctx, out, x.dtype());
+}
+
+// The gradient of a reduction over `axis`, broadcast back to x's shape.
+Array reduce_vjp(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, const Array& g) {
+  const int a = normalize_axis(axis, x.rank(), reduce_name(op));
+  const Array gk = keepdim ? g : g.unsqueeze(a);
+  switch (op) {
+    case ReduceOp::sum: return gk.broadcast_to(x.shape());
+    case ReduceOp::mean: return div(ctx, gk, static_cast<double>(x.shape()[a])).broadcast_to(x.shape());
+    default: fail(reduce_name(op), "has no VJP yet: gradients through it are not supported");
+  }
+}
+
+}  // namespace
+
+Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, int64_t correction) {
+  if (!any_requires_grad({&x})) return reduce_value(ctx, op, x, axis, keepdim, correction);
+  Array out = reduce_value(ctx, op, x.detach(), axis, keepdim, correction);
+  attach_grad_node(out, reduce_name(op), {x},
+                   [op, x = x.detach(), axis, keepdim](ExecContext& c, const Array& g, const std::vector<bool>&) {
+                     return std::vector<Array>{reduce_vjp(c, op, x, axis, keepdim, g)};
+                   });
+  return out;
+}
+
+Array sum_to(ExecContext& ctx, const Array& x, const Dims& shape) {
+  check(x.defined(), "sum_to", "input is an empty array");
+  check(shape.size() <= x.rank(), "sum_to", "cannot sum shape ", x.shape(), " to higher rank ", shape);
+  Array out = x;
+  const int lead = x.rank() - shape.size();
+  for (int i = 0; i < lead; ++i) out = sum(ctx, out, 0);
+  for (int i = 0; i < shape.size(); ++i) {
+    if (shape[i] == out.shape()[i]) continue;
+    check(shape[i] == 1, "sum_to", "shape ", x.shape(), " is not a broadcast of ", shape);
+    out = sum(ctx, out, i, /*keepdim=*/true);
+  }
+  return out;
 }
 
 Array argmax(ExecContext& ctx, const Array& x, int axis, bool keepdim) {

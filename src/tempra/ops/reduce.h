@@ -15,6 +15,11 @@ namespace tempra {
 
 Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim = false, int64_t correction = 0);
 
+// x summed over the axes that broadcasting stretched to reach x's shape from `shape` (leading
+// extra axes, and axes of extent 1 in `shape`): the gradient of broadcast_to. Returns x itself
+// when the shapes are equal.
+Array sum_to(ExecContext& ctx, const Array& x, const Dims& shape);
+
 inline Array sum(ExecContext& ctx, const Array& x, int axis, bool keepdim = false) {
   return reduce(ctx, ReduceOp::sum, x, axis, keepdim);
 }
