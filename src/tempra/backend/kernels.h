@@ -53,6 +53,14 @@ struct FloatKernels {
                         int64_t ignore_index, T* loss, ThreadPool&);
   // x [B, Cin, Tin], w [Cout, Cin/groups, K], bias [Cout] or null; out [B, Cout, Tout].
   void (*conv1d)(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool&);
+
+  // ---- backward kernels (the VJPs of tempra/ops; PyTorch's derivative formulas) ----
+  // gx = g * d op(x) / dx; x, g and gx share one shape, any strides.
+  void (*unary_grad)(UnaryOp, TensorRef<const T> x, TensorRef<const T> g, TensorRef<T> gx, ThreadPool&);
+  // ga = g * d(a op b)/da and gb = g * d(a op b)/db at the broadcast shape: a and b carry zero
+  // strides on broadcast axes like binary's; g, ga, gb have the output's shape (any strides).
+  void (*binary_grad)(BinaryOp, TensorRef<const T> a, TensorRef<const T> b, TensorRef<const T> g, TensorRef<T> ga,
+                      TensorRef<T> gb, ThreadPool&);
 };
 
 // c[m, n] = a[m, k] . w[n, k]^T with w stored in a 16-bit float format (W = f16_t or bf16_t):

@@ -10,7 +10,7 @@ constexpr FloatKernels<T> scalar_float_kernels() {
       &scalar::unary<T>,    &scalar::binary<T>,   &scalar::where<T>,     &scalar::reduce<T>,
       &scalar::argmax<T>,   &scalar::softmax<T>,  &scalar::gemm<T>,      &scalar::rms_norm<T>,
       &scalar::layer_norm<T>, &scalar::rope<T>,   &scalar::attention<T>, &scalar::cross_entropy<T>,
-      &scalar::conv1d<T>,
+      &scalar::conv1d<T>,   &scalar::unary_grad<T>, &scalar::binary_grad<T>,
   };
 }
 
