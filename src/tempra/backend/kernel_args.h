@@ -41,6 +41,23 @@ struct AttentionShape {
   int64_t batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim;
 };
 
+// Causal attention of q_len new queries over the first kv_len positions of a KV cache, read in
+// place (tempra/llm/kv_cache.h's layout): no copy of the prefix, no widening of an f16 cache.
+// Query i sits at position kv_len - q_len + i and sees keys 0 ... kv_len - q_len + i; query head
+// h reads kv head h / (q_heads / kv_heads). q and out are token-major, the layout a projection
+// writes: element (i, h, d) at (i * q_heads + h) * head_dim + d, both contiguous. Key and value
+// rows of kv head g, position j, sit at k / v + g * kv_head_stride + j * head_dim. KV is float
+// or f16_t (tempra/core/half.h); rows are widened to f32 as they are read.
+template <class KV>
+struct CacheAttentionArgs {
+  const float* q;
+  const KV* k;
+  const KV* v;
+  float* out;
+  int64_t q_heads, kv_heads, q_len, kv_len, head_dim, kv_head_stride;
+  double scale;
+};
+
 struct Conv1dShape {
   int64_t batch, in_channels, in_len, out_channels, kernel, out_len;
   int64_t stride, pad_left, dilation, groups;

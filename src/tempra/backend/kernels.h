@@ -76,6 +76,13 @@ using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a,
 template <class From, class To>
 using Conversion = void (*)(const From* in, To* out, int64_t n, ThreadPool&);
 
+// Attention over a KV cache in place (CacheAttentionArgs). `scores` is the caller's scratch of
+// q_heads * q_len * kv_len floats (the scalar kernel materializes the score rows; native's
+// online softmax uses none). Allocation-free, so a decode step can call it on preallocated
+// buffers.
+template <class KV>
+using CacheAttention = void (*)(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool&);
+
 struct Kernels {
   const char* name;
   FloatKernels<float> f32;
@@ -86,6 +93,8 @@ struct Kernels {
   Conversion<bf16_t, float> bf16_to_f32;
   Conversion<float, f16_t> f32_to_f16;
   Conversion<float, bf16_t> f32_to_bf16;
+  CacheAttention<float> cache_attention_f32;
+  CacheAttention<f16_t> cache_attention_f16;
 };
 
 // The table for a backend. A backend not compiled into this build gets the scalar table.

@@ -1,6 +1,9 @@
 // tempra/llm/kv_cache.cpp: see kv_cache.h.
 #include "tempra/llm/kv_cache.h"
 
+#include <cstring>
+
+#include "tempra/backend/kernels.h"
 #include "tempra/core/error.h"
 #include "tempra/ops/ops.h"
 #include "tempra/quant/reference.h"
@@ -84,6 +87,72 @@ Array KvCache::keys(ExecContext& ctx, int layer, int64_t length) const {
 }
 Array KvCache::values(ExecContext& ctx, int layer, int64_t length) const {
   return read(ctx, false, layer, length, "KvCache::values");
+}
+
+void KvCache::write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, const float* k, const float* v) {
+  check(layer >= 0 && layer < shape_.n_layer, "KvCache::write_rows", "layer ", layer, " out of range [0, ",
+        shape_.n_layer, ")");
+  check(n >= 0 && start >= 0 && start <= size_ && start + n <= shape_.capacity, "KvCache::write_rows", "positions [",
+        start, ", ", start + n, ") do not continue the cache of ", size_, " positions within its capacity ",
+        shape_.capacity);
+  const int64_t H = shape_.n_head_kv, D = shape_.head_dim, C = shape_.capacity;
+  const auto at = static_cast<size_t>(layer);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      const float* k_row = k + (t * H + h) * D;
+      const float* v_row = v + (t * H + h) * D;
+      const int64_t slot = h * C + start + t;  // [n_head_kv, capacity, head_dim]
+      switch (type_) {
+        case KvCacheType::f32:
+          std::memcpy(keys_[at].data<float>() + slot * D, k_row, size_t(D) * sizeof(float));
+          std::memcpy(values_[at].data<float>() + slot * D, v_row, size_t(D) * sizeof(float));
+          break;
+        case KvCacheType::f16: {
+          // The conversion table rounds to nearest even on every backend: cast()'s bits.
+          const auto& narrow = kernels_for(ctx.backend()).f32_to_f16;
+          narrow(k_row, keys_[at].data<f16_t>() + slot * D, D, ctx.threads());
+          narrow(v_row, values_[at].data<f16_t>() + slot * D, D, ctx.threads());
+          break;
+        }
+        case KvCacheType::q8_0: {
+          const int64_t per_row = D / quant::kBlock32;
+          quant::quantize_row_q8_0(k_row, &key_blocks_[at][size_t(slot * per_row)], D);
+          quant::quantize_row_q8_0(v_row, &value_blocks_[at][size_t(slot * per_row)], D);
+          break;
+        }
+      }
+    }
+}
+
+void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
+                     double scale, float* scores, float* out) const {
+  check(layer >= 0 && layer < shape_.n_layer && kv_len >= q_len && q_len >= 1 && kv_len <= shape_.capacity,
+        "KvCache::attend", "layer ", layer, ", ", q_len, " queries over ", kv_len, " positions do not fit a cache of ",
+        shape_.n_layer, " layers and capacity ", shape_.capacity);
+  check(q_heads >= shape_.n_head_kv && q_heads % shape_.n_head_kv == 0, "KvCache::attend", "query heads ", q_heads,
+        " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
+  const Kernels& kernels = kernels_for(ctx.backend());
+  const auto at = static_cast<size_t>(layer);
+  const int64_t H = shape_.n_head_kv, D = shape_.head_dim;
+  switch (type_) {
+    case KvCacheType::f32:
+      kernels.cache_attention_f32({q, keys_[at].data<float>(), values_[at].data<float>(), out, q_heads, H, q_len,
+                                   kv_len, D, shape_.capacity * D, scale},
+                                  scores, ctx.threads());
+      return;
+    case KvCacheType::f16:
+      kernels.cache_attention_f16({q, keys_[at].data<f16_t>(), values_[at].data<f16_t>(), out, q_heads, H, q_len,
+                                   kv_len, D, shape_.capacity * D, scale},
+                                  scores, ctx.threads());
+      return;
+    case KvCacheType::q8_0: {
+      const Array k = read_q8_0(ctx, key_blocks_[at], kv_len), v = read_q8_0(ctx, value_blocks_[at], kv_len);
+      kernels.cache_attention_f32({q, k.data<float>(), v.data<float>(), out, q_heads, H, q_len, kv_len, D, kv_len * D,
+                                   scale},
+                                  scores, ctx.threads());
+      return;
+    }
+  }
 }
 
 void KvCache::advance(int64_t n) {

@@ -12,7 +12,14 @@
 // Storage type: f32 (exact), f16 (llama.cpp's default, half the memory) or q8_0 (ggml's Q8_0
 // blocks along head_dim, which must be a multiple of 32; about a quarter of f32's memory).
 // write() rounds to the storage type (Q8_0 with the reference encoder, byte-identical to
-// ggml's) and keys()/values() widen back to f32 for attention.
+// ggml's) and keys()/values() widen back to f32.
+//
+// The forward pass uses the raw entries instead: write_rows() stores token-major f32 rows
+// without allocating, and attend() runs causal attention over the cache in place through the
+// kernel table's cache_attention (f32 and f16 rows are read where they lie, f16 widened in
+// registers), so a decode step neither copies nor widens the prefix. A q8_0 cache still widens
+// its prefix into a pool buffer per call (it allocates; a block-by-block q8_0 kernel is not
+// written yet).
 #pragma once
 
 #include <cstdint>
@@ -48,6 +55,17 @@ class KvCache {
   // tempra::attention takes.
   Array keys(ExecContext& ctx, int layer, int64_t length) const;
   Array values(ExecContext& ctx, int layer, int64_t length) const;
+
+  // Allocation-free entries for a forward pass over raw buffers. Bounds are checked; pointers
+  // must hold what is said.
+  // k and v: contiguous f32 [n, n_head_kv, head_dim] (token-major, as a projection writes
+  // them), stored at positions [start, start + n) of `layer`.
+  void write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, const float* k, const float* v);
+  // Causal attention of q_len queries, q token-major f32 [q_len, q_heads, head_dim], placed at
+  // positions kv_len - q_len ... kv_len - 1, over positions [0, kv_len) of `layer`; writes out
+  // (same layout as q). scores: q_heads * q_len * kv_len floats of scratch.
+  void attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
+              double scale, float* scores, float* out) const;
 
   // Commits n positions written past size().
   void advance(int64_t n);

@@ -1,13 +1,22 @@
 // tempra/llm/qwen3.cpp: see qwen3.h. The forward pass mirrors llama.cpp's src/models/qwen3.cpp
 // line for line; intermediates carry its debug-dump names (attn_norm, Qcur, ffn_inp, ...).
+//
+// The pass calls the kernel table directly on the buffers of a Qwen3Buffers, with the very
+// arguments the ops (rms_norm, linear, rope, silu, add, mul) would pass for the same arrays, so
+// its bits are those of the op-by-op graph; shapes were validated at load and at the API entry.
 #include "tempra/llm/qwen3.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
+#include <cstring>
+
+#include "tempra/backend/kernels.h"
+#include "tempra/backend/quant_dot.h"
 #include "tempra/core/error.h"
 #include "tempra/ops/ops.h"
+#include "tempra/quant/formats.h"
 
 namespace tempra::llm {
 namespace {
@@ -98,57 +107,193 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
         .ffn_down = in.tensor(p + "ffn_down.weight", {c.n_embd, c.n_ff}),
     });
   }
+  auto require_weight = [&](const Array& w, const std::string& name, bool matrix) {
+    if (!matrix) {
+      check(w.dtype() == DType::f32, "qwen3", file, ": tensor '", name, "' must be f32, got ", w.dtype().name());
+      return;
+    }
+    if (w.dtype().is_block_quantized()) {
+      const QuantDot* dot = find_quant_dot(w.dtype());
+      check(dot != nullptr, "qwen3", file, ": tensor '", name, "' is ", w.dtype().name(),
+            ", which has no quantized dot product");
+      m.quantized_row_bytes_ = std::max(m.quantized_row_bytes_, dot->activation.bytes_for(w.dim(1)));
+    } else {
+      check(w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16, "qwen3", file,
+            ": tensor '", name, "' has unsupported type ", w.dtype().name());
+    }
+    check(w.strides()[1] == 1 && w.strides()[0] == w.dim(1), "qwen3", file, ": tensor '", name,
+          "' is not stored row-major");
+  };
+  check(quant::find_format(m.token_embd_.dtype()) != nullptr || !m.token_embd_.dtype().is_block_quantized(), "qwen3",
+        file, ": token_embd.weight has an undecodable type");
+  require_weight(m.token_embd_, "token_embd.weight", true);
+  require_weight(m.output_norm_, "output_norm.weight", false);
+  require_weight(m.output_, "output.weight", true);
+  for (const Qwen3Layer& l : m.layers_) {
+    for (const Array* w : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+      require_weight(*w, "a layer matrix", true);
+    for (const Array* w : {&l.attn_norm, &l.attn_q_norm, &l.attn_k_norm, &l.ffn_norm})
+      require_weight(*w, "a layer norm", false);
+  }
   return m;
 }
 
-Array Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const {
+namespace {
+
+// y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
+// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. `quantized`: room for m
+// activation rows in the weight's partner format.
+void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const Kernels& kernels = kernels_for(ctx.backend());
+  if (w.dtype() == DType::f32) {
+    kernels.f32.gemm(m, n, k, x, k, 1, w.data<float>(), 1, k, y, n, ctx.threads());
+  } else if (w.dtype() == DType::f16) {
+    kernels.gemm_f16_weights(m, n, k, x, k, w.data<f16_t>(), k, y, n, ctx.threads());
+  } else if (w.dtype() == DType::bf16) {
+    kernels.gemm_bf16_weights(m, n, k, x, k, w.data<bf16_t>(), k, y, n, ctx.threads());
+  } else {
+    const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
+    const quant::QuantFormat* partner = quant::find_format(dot->activation);
+    const size_t w_row = w.dtype().bytes_for(k), x_row = dot->activation.bytes_for(k);
+    auto* xq = static_cast<uint8_t*>(quantized);
+    ctx.threads().parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) partner->quantize_row(x + r * k, xq + size_t(r) * x_row, k);
+    });
+    const auto* wp = static_cast<const uint8_t*>(w.raw_data());
+    // One output element per index, one dot each: any split gives the same bits.
+    ctx.threads().parallel_for(m * n, 1 + 4096 / (k + 1), [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i) {
+        const int64_t r = i / n, j = i % n;
+        y[i] = dot->dot(k, wp + size_t(j) * w_row, xq + size_t(r) * x_row);
+      }
+    });
+  }
+}
+
+// Row `id` of the token embedding, widened to f32 (exact for f16/bf16; the format's reference
+// decoder for block-quantized tables, as ops::embedding decodes them).
+void embedding_row(ExecContext& ctx, const Array& table, int32_t id, float* out) {
+  const int64_t k = table.dim(1);
+  const auto* row = static_cast<const uint8_t*>(table.raw_data()) + table.dtype().bytes_for(k) * size_t(id);
+  const Kernels& kernels = kernels_for(ctx.backend());
+  if (table.dtype() == DType::f32) std::memcpy(out, row, size_t(k) * sizeof(float));
+  else if (table.dtype() == DType::f16) kernels.f16_to_f32(reinterpret_cast<const f16_t*>(row), out, k, ctx.threads());
+  else if (table.dtype() == DType::bf16)
+    kernels.bf16_to_f32(reinterpret_cast<const bf16_t*>(row), out, k, ctx.threads());
+  else quant::find_format(table.dtype())->dequantize_row(row, out, k);
+}
+
+TensorRef<const float> rows_ref(const float* p, int64_t rows, int64_t n) { return {p, {rows, n}, {n, 1}}; }
+TensorRef<float> rows_ref(float* p, int64_t rows, int64_t n) { return {p, {rows, n}, {n, 1}}; }
+
+}  // namespace
+
+Qwen3Buffers::Qwen3Buffers(ExecContext& ctx, const Qwen3Model& model, int64_t tokens_in, int64_t logit_rows_in,
+                           int64_t kv_capacity_in)
+    : tokens(tokens_in), logit_rows(logit_rows_in), kv_capacity(kv_capacity_in) {
+  const Qwen3Config& c = model.config();
+  check(tokens > 0 && logit_rows >= 0 && logit_rows <= tokens && kv_capacity >= tokens, "Qwen3Buffers",
+        "need 0 < tokens ", tokens, ", 0 <= logit_rows ", logit_rows, " <= tokens, kv_capacity ", kv_capacity,
+        " >= tokens");
+  const int64_t n = tokens, q_dim = c.n_head * c.head_dim, kv_dim = c.n_head_kv * c.head_dim;
+  auto rows = [&](int64_t r, int64_t width) { return Array::empty(ctx, {r, width}, DType::f32); };
+  inpL = rows(n, c.n_embd);
+  attn_norm = rows(n, c.n_embd);
+  Qcur = rows(n, q_dim);
+  Kcur = rows(n, kv_dim);
+  Vcur = rows(n, kv_dim);
+  Qcur_normed = rows(n, q_dim);
+  Kcur_normed = rows(n, kv_dim);
+  Qrope = rows(n, q_dim);
+  Krope = rows(n, kv_dim);
+  kqv_out = rows(n, q_dim);
+  attn_out = rows(n, c.n_embd);
+  ffn_inp = rows(n, c.n_embd);
+  ffn_norm = rows(n, c.n_embd);
+  ffn_gate = rows(n, c.n_ff);
+  ffn_up = rows(n, c.n_ff);
+  ffn_act = rows(n, c.n_ff);
+  ffn_out = rows(n, c.n_embd);
+  result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
+  result_output = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
+  kq_scratch = Array::empty(ctx, {c.n_head * n * kv_capacity}, DType::f32);
+  quantized_scratch = Array::empty(ctx, {int64_t(std::max<size_t>(1, model.quantized_row_bytes() * size_t(n)))},
+                                   DType::u8);
+  positions.resize(size_t(n));
+}
+
+void Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache,
+                         Qwen3Buffers& b) const {
   const Qwen3Config& c = config_;
   const auto n = static_cast<int64_t>(token_ids.size());
   const int64_t start = cache.size(), kv_len = start + n;
   check(n > 0, "qwen3", "forward needs at least one token");
   check(kv_len <= cache.capacity(), "qwen3", "forward of ", n, " tokens after ", start,
         " overflows the KV cache capacity ", cache.capacity());
+  check(n <= b.tokens && kv_len <= b.kv_capacity, "qwen3", "forward of ", n, " tokens over ", kv_len,
+        " positions does not fit buffers for ", b.tokens, " tokens and ", b.kv_capacity, " positions");
   for (int32_t id : token_ids)
     check(id >= 0 && id < c.n_vocab, "qwen3", "token id ", id, " out of range [0, ", c.n_vocab, ")");
-  std::vector<int32_t> pos_values(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) pos_values[static_cast<size_t>(i)] = static_cast<int32_t>(start + i);
-  const Array ids = Array::from_values<int32_t>(ctx, {n}, token_ids);
-  const Array inp_pos = Array::from_values<int32_t>(ctx, {n}, pos_values);
+  const int64_t E = c.n_embd, F = c.n_ff;
+  const int64_t logit_rows = std::min(b.logit_rows, n);
+  const FloatKernels<float>& k = kernels_for(ctx.backend()).f32;
+  ThreadPool& pool = ctx.threads();
   const RopeParams rope_params{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = c.rope_freq_base};
-  const AttentionOptions attn_options{.causal = true, .scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim))};
-  const double eps = c.rms_norm_eps;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), eps = c.rms_norm_eps;
+  for (int64_t i = 0; i < n; ++i) b.positions[size_t(i)] = static_cast<int32_t>(start + i);
+  void* quantized = b.quantized_scratch.raw_data();
 
-  Array inpL = cast(ctx, embedding(ctx, token_embd_, ids), DType::f32);  // [n, n_embd]
+  float* inpL = b.inpL.data<float>();
+  for (int64_t i = 0; i < n; ++i) embedding_row(ctx, token_embd_, token_ids[size_t(i)], inpL + i * E);
+  float *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(), *Kcur = b.Kcur.data<float>(),
+        *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),
+        *Kcur_normed = b.Kcur_normed.data<float>(), *Qrope = b.Qrope.data<float>(), *Krope = b.Krope.data<float>(),
+        *kqv_out = b.kqv_out.data<float>(), *attn_out = b.attn_out.data<float>(), *ffn_inp = b.ffn_inp.data<float>(),
+        *ffn_norm = b.ffn_norm.data<float>(), *ffn_gate = b.ffn_gate.data<float>(), *ffn_up = b.ffn_up.data<float>(),
+        *ffn_act = b.ffn_act.data<float>(), *ffn_out = b.ffn_out.data<float>();
   for (int il = 0; il < c.n_layer; ++il) {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(il)];
-    const Array attn_norm = rms_norm(ctx, inpL, layer.attn_norm, eps);
-    const Array Qcur = linear(ctx, attn_norm, layer.attn_q).reshape({n, c.n_head, c.head_dim});
-    const Array Kcur = linear(ctx, attn_norm, layer.attn_k).reshape({n, c.n_head_kv, c.head_dim});
-    const Array Vcur = linear(ctx, attn_norm, layer.attn_v).reshape({n, c.n_head_kv, c.head_dim});
-    const Array Qcur_normed = rms_norm(ctx, Qcur, layer.attn_q_norm, eps);
-    const Array Kcur_normed = rms_norm(ctx, Kcur, layer.attn_k_norm, eps);
-    const Array Qrope = rope(ctx, Qcur_normed, inp_pos, rope_params);  // [n, n_head, head_dim]
-    const Array Krope = rope(ctx, Kcur_normed, inp_pos, rope_params);
+    k.rms_norm(inpL, n, E, layer.attn_norm.data<float>(), eps, attn_norm, pool);
+    linear_rows(ctx, attn_norm, n, layer.attn_q, Qcur, quantized);  // [n, n_head, head_dim]
+    linear_rows(ctx, attn_norm, n, layer.attn_k, Kcur, quantized);  // [n, n_head_kv, head_dim]
+    linear_rows(ctx, attn_norm, n, layer.attn_v, Vcur, quantized);
+    k.rms_norm(Qcur, n * c.n_head, c.head_dim, layer.attn_q_norm.data<float>(), eps, Qcur_normed, pool);
+    k.rms_norm(Kcur, n * c.n_head_kv, c.head_dim, layer.attn_k_norm.data<float>(), eps, Kcur_normed, pool);
+    k.rope(Qcur_normed, 1, n, c.n_head, c.head_dim, b.positions.data(), rope_params, Qrope, pool);
+    k.rope(Kcur_normed, 1, n, c.n_head_kv, c.head_dim, b.positions.data(), rope_params, Krope, pool);
 
-    // Attention over the cache: keys/values [1, n_head_kv, kv_len, head_dim]; query i sits at
-    // position start + i and sees keys 0 ... start + i (the op's causal offset kv_len - n).
-    cache.write(ctx, il, start, Krope.permute({1, 0, 2}), Vcur.permute({1, 0, 2}));
-    const Array kqv = attention(ctx, Qrope.permute({1, 0, 2}).unsqueeze(0), cache.keys(ctx, il, kv_len),
-                                cache.values(ctx, il, kv_len), attn_options);  // [1, n_head, n, head_dim]
-    const Array kqv_out = contiguous(ctx, kqv.select(0, 0).permute({1, 0, 2})).reshape({n, c.n_head * c.head_dim});
-    const Array attn_out = linear(ctx, kqv_out, layer.attn_output);
-    const Array ffn_inp = add(ctx, attn_out, inpL);
+    // Attention over the cache: query i sits at position start + i and sees keys 0 ... start + i.
+    cache.write_rows(ctx, il, start, n, Krope, Vcur);
+    cache.attend(ctx, il, kv_len, Qrope, n, c.n_head, scale, b.kq_scratch.data<float>(), kqv_out);
+    linear_rows(ctx, kqv_out, n, layer.attn_output, attn_out, quantized);
+    for (int64_t j = 0; j < n * E; ++j) ffn_inp[j] = attn_out[j] + inpL[j];
 
-    const Array ffn_norm = rms_norm(ctx, ffn_inp, layer.ffn_norm, eps);
-    const Array ffn_gate = silu(ctx, linear(ctx, ffn_norm, layer.ffn_gate));
-    const Array ffn_up = linear(ctx, ffn_norm, layer.ffn_up);
-    const Array ffn_out = linear(ctx, mul(ctx, ffn_gate, ffn_up), layer.ffn_down);
-    inpL = add(ctx, ffn_out, ffn_inp);
+    k.rms_norm(ffn_inp, n, E, layer.ffn_norm.data<float>(), eps, ffn_norm, pool);
+    linear_rows(ctx, ffn_norm, n, layer.ffn_gate, ffn_gate, quantized);
+    k.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(ffn_gate), n, F), rows_ref(ffn_gate, n, F), pool);
+    linear_rows(ctx, ffn_norm, n, layer.ffn_up, ffn_up, quantized);
+    for (int64_t j = 0; j < n * F; ++j) ffn_act[j] = ffn_gate[j] * ffn_up[j];
+    linear_rows(ctx, ffn_act, n, layer.ffn_down, ffn_out, quantized);
+    for (int64_t j = 0; j < n * E; ++j) inpL[j] = ffn_out[j] + ffn_inp[j];
   }
-  const Array result_norm = rms_norm(ctx, inpL, output_norm_, eps);
-  Array result_output = linear(ctx, result_norm, output_);  // [n, n_vocab]
+  // Only the last logit_rows positions reach the head (llama.cpp's output ids do the same).
+  const float* last = inpL + (n - logit_rows) * E;
+  if (logit_rows > 0) {
+    k.rms_norm(last, logit_rows, E, output_norm_.data<float>(), eps, b.result_norm.data<float>(), pool);
+    linear_rows(ctx, b.result_norm.data<float>(), logit_rows, output_, b.result_output.data<float>(), quantized);
+  }
   cache.advance(n);
-  return result_output;
+}
+
+Array Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const {
+  const auto n = static_cast<int64_t>(token_ids.size());
+  check(n > 0, "qwen3", "forward needs at least one token");
+  check(cache.size() + n <= cache.capacity(), "qwen3", "forward of ", n, " tokens after ", cache.size(),
+        " overflows the KV cache capacity ", cache.capacity());
+  Qwen3Buffers buffers(ctx, *this, n, n, cache.size() + n);
+  forward(ctx, token_ids, cache, buffers);
+  return buffers.result_output;
 }
 
 Qwen3Session::Qwen3Session(ExecContext& ctx, const Qwen3Model& model, const Qwen3SessionOptions& options)
@@ -157,17 +302,45 @@ Qwen3Session::Qwen3Session(ExecContext& ctx, const Qwen3Model& model, const Qwen
       cache_(ctx,
              KvCacheShape{model.config().n_layer, model.config().n_head_kv, model.config().head_dim,
                           options.context > 0 ? options.context : model.config().context_length},
-             options.cache_type) {
+             options.cache_type),
+      step_(ctx, model, 1, 1, cache_.capacity()) {
   check(batch_ > 0, "Qwen3Session", "batch must be positive, got ", batch_);
 }
 
 Array Qwen3Session::forward(ExecContext& ctx, std::span<const int32_t> token_ids) {
   const auto n = static_cast<int64_t>(token_ids.size());
+  if (n == 1) {  // a decode step: the session's buffers, then a copy the caller may keep
+    const std::span<const float> logits = decode(ctx, token_ids[0]);
+    return Array::from_values<float>(ctx, {1, model_->config().n_vocab}, logits);
+  }
   if (n <= batch_) return model_->forward(ctx, token_ids, cache_);
   std::vector<Array> parts;
   for (int64_t first = 0; first < n; first += batch_)
     parts.push_back(model_->forward(ctx, token_ids.subspan(first, std::min(batch_, n - first)), cache_));
   return concat(ctx, parts, 0);
+}
+
+std::span<const float> Qwen3Session::prefill(ExecContext& ctx, std::span<const int32_t> token_ids) {
+  const auto n = static_cast<int64_t>(token_ids.size());
+  check(n > 0, "Qwen3Session", "prefill needs at least one token");
+  if (n == 1) return decode(ctx, token_ids[0]);
+  check(cache_.size() + n <= cache_.capacity(), "qwen3", "forward of ", n, " tokens after ", cache_.size(),
+        " overflows the KV cache capacity ", cache_.capacity());
+  // One set of batch-sized buffers for every batch; only the last batch computes logits.
+  Qwen3Buffers buffers(ctx, *model_, std::min(batch_, n), 1, cache_.size() + n);
+  for (int64_t first = 0; first < n; first += batch_) {
+    const int64_t count = std::min(batch_, n - first);
+    buffers.logit_rows = first + count == n ? 1 : 0;
+    model_->forward(ctx, token_ids.subspan(first, count), cache_, buffers);
+  }
+  const float* logits = buffers.result_output.data<float>();
+  std::copy(logits, logits + model_->config().n_vocab, step_.result_output.data<float>());
+  return {step_.result_output.data<float>(), size_t(model_->config().n_vocab)};
+}
+
+std::span<const float> Qwen3Session::decode(ExecContext& ctx, int32_t token) {
+  model_->forward(ctx, std::span<const int32_t>(&token, 1), cache_, step_);
+  return {step_.result_output.data<float>(), size_t(model_->config().n_vocab)};
 }
 
 }  // namespace tempra::llm

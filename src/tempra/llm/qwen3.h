@@ -15,8 +15,12 @@
 // on both backends for model-scaled f32/f16/bf16 weights (measured <= 1.7e-6 up to 64 tokens),
 // and to 5e-5 on the quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
 //
-// Allocation: the cache is allocated once per session; the intermediates of a forward pass come
-// from the ExecContext's buffer pool (reused across decode steps, not preallocated per session).
+// Allocation: one forward pass writes every intermediate into a Qwen3Buffers (named after
+// llama.cpp's tensors, f32, token-major) and reads the KV cache in place (KvCache::attend).
+// A Qwen3Session owns buffers sized for one token, made at construction, so decode() allocates
+// nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls) with an f32
+// or f16 cache; a q8_0 cache still widens its prefix through the pool. A prompt takes its
+// buffers from the ExecContext's pool.
 #pragma once
 
 #include <cstdint>
@@ -43,26 +47,50 @@ struct Qwen3Layer {
   Array ffn_norm, ffn_gate, ffn_up, ffn_down;
 };
 
+class Qwen3Model;
+
+// The intermediates of one forward pass of up to `tokens` tokens, f32 and token-major, plus the
+// scratch the kernels need (the attention score rows for up to kv_capacity keys, the
+// activations quantized to each weight format's partner). logit_rows: how many positions get
+// logits (the last ones of the batch). Every buffer comes from ctx's pool at construction.
+struct Qwen3Buffers {
+  Qwen3Buffers(ExecContext& ctx, const Qwen3Model& model, int64_t tokens, int64_t logit_rows, int64_t kv_capacity);
+
+  int64_t tokens, logit_rows, kv_capacity;
+  Array inpL, attn_norm, Qcur, Kcur, Vcur, Qcur_normed, Kcur_normed, Qrope, Krope, kqv_out, attn_out, ffn_inp,
+      ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_out, result_norm, result_output;
+  Array kq_scratch;         // q_heads * tokens * kv_capacity floats (the scalar kernel's score rows)
+  Array quantized_scratch;  // bytes of `tokens` activation rows in the widest partner format
+  std::vector<int32_t> positions;
+};
+
 class Qwen3Model {
  public:
   static Qwen3Model load(const std::filesystem::path& path);
   static Qwen3Model load(const io::GgufModel& gguf);
 
   const Qwen3Config& config() const { return config_; }
+  // Bytes of one activation row quantized for the widest block-quantized weight (0 if none).
+  size_t quantized_row_bytes() const { return quantized_row_bytes_; }
 
   // Runs `token_ids` (one batch) at positions cache.size() ... and commits them to the cache;
   // returns f32 logits [n, n_vocab].
   Array forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const;
+  // The same pass into `buffers` (which must hold token_ids.size() tokens and the cache's
+  // length after them); logits of the last buffers.logit_rows positions (at most all of them)
+  // land in buffers.result_output. Allocates nothing with an f32 or f16 cache.
+  void forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache, Qwen3Buffers& buffers) const;
 
  private:
   Qwen3Config config_;
   Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   std::vector<Qwen3Layer> layers_;
+  size_t quantized_row_bytes_ = 0;
 };
 
 struct Qwen3SessionOptions {
   int64_t context = 0;  // KV cache capacity in tokens; 0: the model's context_length
-  KvCacheType cache_type = KvCacheType::f32;
+  KvCacheType cache_type = KvCacheType::f16;  // llama.cpp's default; f32 for exact parity tests
   int64_t batch = 512;  // the most prompt tokens one forward pass processes
 };
 
@@ -72,6 +100,12 @@ class Qwen3Session {
 
   // Appends the tokens (in batches) and returns the logits of every one of them, f32 [n, n_vocab].
   Array forward(ExecContext& ctx, std::span<const int32_t> token_ids);
+  // Appends the tokens (in batches) and returns the logits of the last one only, n_vocab
+  // floats owned by the session, valid until its next call: prefill without [n, n_vocab].
+  std::span<const float> prefill(ExecContext& ctx, std::span<const int32_t> token_ids);
+  // One decode step: appends `token` and returns its logits (n_vocab floats owned by the
+  // session, valid until its next call). Allocates nothing with an f32 or f16 cache.
+  std::span<const float> decode(ExecContext& ctx, int32_t token);
   void truncate(int64_t n) { cache_.truncate(n); }
   int64_t size() const { return cache_.size(); }
   const KvCache& cache() const { return cache_; }
@@ -80,6 +114,7 @@ class Qwen3Session {
   const Qwen3Model* model_;
   int64_t batch_;
   KvCache cache_;
+  Qwen3Buffers step_;  // one token's buffers, reused by every decode step
 };
 
 }  // namespace tempra::llm

@@ -39,6 +39,8 @@ Kernels make_native_kernels() {
   table.bf16_to_f32 = &native::bf16_to_f32;
   table.f32_to_f16 = &native::f32_to_f16;
   table.f32_to_bf16 = &native::f32_to_bf16;
+  table.cache_attention_f32 = &native::cache_attention<float>;
+  table.cache_attention_f16 = &native::cache_attention<f16_t>;
 #endif
   return table;
 }

@@ -29,6 +29,8 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
           const RopeParams& params, float* out, ThreadPool& pool);
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape, TensorRef<const float> mask,
                bool causal, double scale, float* scores, float* out, ThreadPool& pool);
+template <class KV>
+void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
 void f16_to_f32(const f16_t* in, float* out, int64_t n, ThreadPool& pool);
 void bf16_to_f32(const bf16_t* in, float* out, int64_t n, ThreadPool& pool);
 void f32_to_f16(const float* in, f16_t* out, int64_t n, ThreadPool& pool);

@@ -6,6 +6,8 @@
 //   double so positions in the tens of thousands keep their phase.
 // attention: scores = q.k^T * scale (+ mask, causal), softmax over keys, times v; query head h
 //   reads kv head h / (Hq / Hkv) (grouped-query attention).
+// cache_attention: the same, causal, over a KV cache read in place (f32 or f16 rows widened
+//   element by element): bitwise attention<float> on the widened prefix.
 // conv1d: cross-correlation as torch.nn.functional.conv1d, with explicit left/right zero padding.
 #include <algorithm>
 #include <cmath>
@@ -118,6 +120,47 @@ void attention(const T* q, const T* k, const T* v, const AttentionShape& s, Tens
     }
   });
 }
+
+// Widens one stored element (float passes through; f16 through tempra/core/half.h, exact).
+inline float widen(float x) { return x; }
+inline float widen(f16_t x) { return to_f32(x); }
+
+template <class KV>
+void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool& pool) {
+  const int64_t group = a.q_heads / a.kv_heads, D = a.head_dim;
+  pool.parallel_for(a.q_len * a.q_heads, rows_per_chunk(a.kv_len * D), [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {  // row = i * q_heads + h, token-major like q
+      const int64_t i = row / a.q_heads, h = row % a.q_heads;
+      const float* q_row = a.q + row * D;
+      const KV* keys = a.k + (h / group) * a.kv_head_stride;
+      const KV* values = a.v + (h / group) * a.kv_head_stride;
+      float* p = scores + row * a.kv_len;
+      // Keys past `visible` are masked; attention<float> gives them exp(-inf) = 0, which adds
+      // nothing to the sums below, so skipping them keeps its bits.
+      const int64_t visible = i + (a.kv_len - a.q_len) + 1;
+      float peak = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < visible; ++j) {
+        float dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += q_row[d] * widen(keys[j * D + d]);
+        p[j] = dot * static_cast<float>(a.scale);
+        peak = std::max(peak, p[j]);
+      }
+      float sum = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        p[j] = std::exp(p[j] - peak);
+        sum += p[j];
+      }
+      float* o = a.out + row * D;
+      std::fill(o, o + D, 0.0f);
+      for (int64_t j = 0; j < visible; ++j) {
+        const float weight = p[j] / sum;
+        for (int64_t d = 0; d < D; ++d) o[d] += weight * widen(values[j * D + d]);
+      }
+    }
+  });
+}
+template void cache_attention<float>(const CacheAttentionArgs<float>&, float*, ThreadPool&);
+template void cache_attention<f16_t>(const CacheAttentionArgs<f16_t>&, float*, ThreadPool&);
 
 template <class T>
 void conv1d(const T* x, const T* w, const T* bias, const Conv1dShape& s, T* out, ThreadPool& pool) {

@@ -54,6 +54,10 @@ void rope(const T* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_d
 template <class T>
 void attention(const T* q, const T* k, const T* v, const AttentionShape& shape, TensorRef<const T> mask,
                bool causal, double scale, T* scores, T* out, ThreadPool& pool);
+// KV = float or f16_t: the same loops as attention<float>, with each key and value element
+// widened as it is read, so an f16 cache gives the bits of attention over its widened copy.
+template <class KV>
+void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
 template <class T>
 void cross_entropy(const T* logits, int64_t rows, int64_t classes, const int64_t* targets, int64_t ignore_index,
                    T* loss, ThreadPool& pool);

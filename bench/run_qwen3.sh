@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench/run_qwen3.sh: tempra's Qwen3 engine against llama.cpp on 0.6B-shaped synthetic models
+# (bench/qwen3_bench.cpp), for docs/BENCHMARK.md.
+#
+# Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS=2] [TYPES="F16 BF16 Q8_0 Q4_K_M Q6_K"]
+#        bench/run_qwen3.sh [speed] [rss] [tokenize]      (all three when none is named)
+# - speed: for each type, one paired run (tempra, then llama.cpp, per repetition; medians of 3)
+#   of a 512-token prefill and 128 decode steps, THREADS threads.
+# - rss: peak RSS of the Q8_0 model, each engine in its own process (same prefill + decode).
+# - tokenize: 1 MiB of English text (Debian's /usr/share/common-licenses, concatenated and
+#   repeated) through both tokenizers, the Q8_0 model's (real Qwen3) vocab.
+# Models are synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
+# real tokenizer) into MODELS and reused; each is 0.4 to 1.5 GB.
+# Prints `uptime` before each figure: the machine may be shared, and load moves timings.
+set -euo pipefail
+
+BUILD=${BUILD:-build/bench}
+MODELS=${MODELS:-/tmp/tempra_qwen3_bench}
+THREADS=${THREADS:-2}
+TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_K_M Q6_K"}
+WHAT=${*:-speed rss tokenize}
+BENCH="$BUILD/bench/qwen3_bench"
+TEMPRA="$BUILD/bin/tempra"
+for b in "$BENCH" "$TEMPRA"; do
+  if [ ! -x "$b" ]; then
+    echo "run_qwen3.sh: $b not found (configure with -DTEMPRA_BUILD_BENCH=ON and build qwen3_bench tempra)" >&2
+    exit 1
+  fi
+done
+mkdir -p "$MODELS"
+
+model() {  # model TYPE: the path of the 0.6B model of that type, synthesized if missing
+  local path="$MODELS/qwen3-0.6b-$1.gguf"
+  if [ ! -f "$path" ]; then
+    echo "# synthesizing $path" >&2
+    "$TEMPRA" synth --preset 0.6b --type "$1" "$path" >&2
+  fi
+  echo "$path"
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+for w in $WHAT; do
+  case $w in
+    speed)
+      for t in $TYPES; do
+        path=$(model "$t")
+        echo "## $t ($(du -h "$path" | cut -f1)), threads $THREADS; load before: $(uptime | sed 's/.*load/load/')"
+        "$BENCH" speed "$path" --threads "$THREADS" --prompt 512 --gen 128 --reps 3
+        echo "   load after: $(uptime | sed 's/.*load/load/')"
+      done
+      ;;
+    rss)
+      path=$(model Q8_0)
+      echo "## peak RSS, Q8_0, prefill 512 + decode 128, threads $THREADS; load: $(uptime | sed 's/.*load/load/')"
+      "$BENCH" rss tempra "$path" --threads "$THREADS"
+      "$BENCH" rss llama "$path" --threads "$THREADS"
+      ;;
+    tokenize)
+      path=$(model Q8_0)
+      text="$MODELS/common-licenses-1MiB.txt"
+      if [ ! -f "$text" ]; then
+        files=$(find /usr/share/common-licenses -maxdepth 1 -type f | sort)
+        # shellcheck disable=SC2086
+        for _ in 1 2 3 4; do cat $files; done | head -c 1048576 > "$text"
+      fi
+      echo "## tokenizer, $(wc -c < "$text") bytes; load: $(uptime | sed 's/.*load/load/')"
+      "$BENCH" tokenize "$path" "$text" --reps 5
+      ;;
+    *)
+      echo "run_qwen3.sh: unknown part '$w' (speed, rss, tokenize)" >&2
+      exit 2
+      ;;
+  esac
+done

@@ -1,0 +1,171 @@
+// tests/llm/qwen3_decode_alloc_test.cpp: a Qwen3 decode step allocates nothing.
+//
+// What it proves: after one warm-up step (which grows the native kernels' per-thread scratch
+// once), Qwen3Session::decode makes no heap allocation at all, counted by replacing the global
+// operator new (every form: a make_shared control block, a std::vector, a std::string of an
+// error message would all show), and takes no buffer from the ExecContext's pool (its stats do
+// not move). Checked for f32, f16 and bf16 weight matrices and for block-quantized ones
+// (Q8_0 and Q4_K_M, made by `tempra quantize`), with f32 and f16 caches, on both backends and
+// with 2 threads, so the thread pool's fork-join is inside the count.
+//
+// This binary replaces operator new for itself only; no other test links it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "apps/qwen3_fixture.h"
+#include "quantize.h"
+#include "tempra/llm/qwen3.h"
+
+namespace {
+std::atomic<int64_t> g_allocations{0};
+
+void* counted(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const std::size_t rounded = (size + align - 1) / align * align;
+  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, rounded ? rounded : align)
+                                              : std::malloc(size ? size : 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return counted(size); }
+void* operator new[](std::size_t size) { return counted(size); }
+void* operator new(std::size_t size, std::align_val_t align) { return counted(size, std::size_t(align)); }
+void* operator new[](std::size_t size, std::align_val_t align) { return counted(size, std::size_t(align)); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return counted(size);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+namespace tempra::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("tempra_qwen3_alloc_test_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// The fixture's shape with head_dim 64 (a multiple of every block size), written once.
+fs::path model(int32_t weight_type, const std::string& file_type = "") {
+  const std::string base = "w" + std::to_string(weight_type);
+  const fs::path source = scratch_dir() / (base + ".gguf");
+  if (!fs::exists(source)) testing::write_qwen3_model(source, {.weight_type = weight_type});
+  if (file_type.empty()) return source;
+  const fs::path out = scratch_dir() / (base + "_" + file_type + ".gguf");
+  if (!fs::exists(out)) app::quantize_model(source, out, *app::find_file_type(file_type));
+  return out;
+}
+
+struct Case {
+  const char* name;
+  fs::path path;
+};
+
+void expect_allocation_free_decode(const Case& c, Backend backend, KvCacheType cache_type) {
+  SCOPED_TRACE(std::string(c.name) + (backend == Backend::native ? " native" : " scalar") +
+               (cache_type == KvCacheType::f16 ? " f16 cache" : " f32 cache"));
+  ExecContext ctx({.threads = 2, .backend = backend});
+  const Qwen3Model model = Qwen3Model::load(c.path);
+  Qwen3Session session(ctx, model, {.context = 64, .cache_type = cache_type});
+  const std::vector<int32_t> prompt{3, 141, 59, 26, 5, 358, 97};
+  session.prefill(ctx, prompt);
+  int32_t token = 1;
+  session.decode(ctx, token);  // warm-up: per-thread kernel scratch grows here, once
+
+  const BufferPoolStats before = ctx.pool()->stats();
+  const int64_t allocations_before = g_allocations.load();
+  float checksum = 0;
+  for (int step = 0; step < 8; ++step) {
+    const std::span<const float> logits = session.decode(ctx, token);
+    token = int32_t(std::abs(int64_t(logits[0] * 1000)) % 500);  // depends on the step's output
+    checksum += logits[size_t(step)];
+  }
+  const int64_t allocations = g_allocations.load() - allocations_before;
+  const BufferPoolStats after = ctx.pool()->stats();
+  EXPECT_EQ(allocations, 0) << "operator new calls during 8 decode steps";
+  EXPECT_EQ(after.hits + after.misses, before.hits + before.misses) << "pool acquires during 8 decode steps";
+  EXPECT_EQ(session.size(), int64_t(prompt.size()) + 9);
+  EXPECT_TRUE(std::isfinite(checksum));
+
+  // The counter is live: a one-token forward() returns a fresh Array, which allocates.
+  const int64_t before_forward = g_allocations.load();
+  session.forward(ctx, std::vector<int32_t>{token});
+  EXPECT_GT(g_allocations.load() - before_forward, 0);
+}
+
+TEST(Qwen3Decode, allocates_nothing_after_warm_up) {
+  const std::vector<Case> cases{
+      {"f32", model(0)},
+      {"f16", model(1)},
+      {"bf16", model(30)},
+      {"Q8_0", model(0, "Q8_0")},
+      {"Q4_K_M", model(0, "Q4_K_M")},
+  };
+  for (const Case& c : cases)
+    for (Backend backend : {Backend::scalar, Backend::native})
+      for (KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16})
+        expect_allocation_free_decode(c, backend, cache_type);
+}
+
+// The session default is llama.cpp's: an f16 cache.
+TEST(Qwen3Decode, the_default_cache_is_f16) {
+  EXPECT_EQ(Qwen3SessionOptions{}.cache_type, KvCacheType::f16);
+}
+
+// decode() and a one-token forward() compute the same logits, bit for bit (forward copies).
+TEST(Qwen3Decode, decode_equals_a_one_token_forward) {
+  ExecContext ctx({.threads = 2});
+  const Qwen3Model m = Qwen3Model::load(model(0));
+  Qwen3Session a(ctx, m, {.context = 16}), b(ctx, m, {.context = 16});
+  const std::vector<int32_t> prompt{7, 8, 9};
+  a.forward(ctx, prompt);
+  b.prefill(ctx, prompt);
+  const Array want = a.forward(ctx, std::vector<int32_t>{42});
+  const std::span<const float> got = b.decode(ctx, 42);
+  ASSERT_EQ(int64_t(got.size()), want.numel());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want.data<float>()[i]) << "logit " << i;
+}
+
+// prefill() returns the last position's logits of forward() over the same tokens, in batches.
+TEST(Qwen3Decode, prefill_returns_the_last_rows_logits) {
+  ExecContext ctx({.threads = 2, .backend = Backend::scalar});
+  const Qwen3Model m = Qwen3Model::load(model(0));
+  Qwen3Session a(ctx, m, {.context = 32, .cache_type = KvCacheType::f32});
+  Qwen3Session b(ctx, m, {.context = 32, .cache_type = KvCacheType::f32, .batch = 4});
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 11; ++i) prompt.push_back(int32_t(i * 37 % 500));
+  const Array all = a.forward(ctx, prompt);
+  const std::span<const float> last = b.prefill(ctx, prompt);
+  EXPECT_EQ(b.size(), 11);
+  const float* want = all.data<float>() + 10 * all.dim(1);
+  for (size_t i = 0; i < last.size(); ++i) ASSERT_EQ(last[i], want[i]) << "logit " << i;
+}
+
+}  // namespace
+}  // namespace tempra::llm
