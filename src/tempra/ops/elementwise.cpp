@@ -105,7 +105,8 @@ Array binary(ExecContext& ctx, BinaryOp op, const Array& a, double scalar) {
   return detail::narrow(ctx, binary(ctx, op, detail::widen(ctx, a), s), a.dtype());
 }
 
-Array where(ExecContext& ctx, const Array& cond, const Array& a, const Array& b) {
+namespace {
+Array where_value(ExecContext& ctx, const Array& cond, const Array& a, const Array& b) {
   check(cond.defined() && cond.dtype() == DType::boolean, "where", "condition must be a bool array, got ",
         cond.defined() ? cond.dtype().name() : "an empty array");
   detail::require_float(a, "where", "left operand");
@@ -121,6 +122,24 @@ Array where(ExecContext& ctx, const Array& cond, const Array& a, const Array& b)
     detail::float_kernels<T>(ctx).where(wc.cref<bool>(), wa.cref<T>(), wb.cref<T>(), out.ref<T>(), ctx.threads());
   });
   return detail::narrow(ctx, out, a.dtype());
+}
+}  // namespace
+
+// d/da = g where cond, d/db = g where not cond, each summed back over its broadcast axes; the
+// condition is a bool array and gets no gradient.
+Array where(ExecContext& ctx, const Array& cond, const Array& a, const Array& b) {
+  if (!any_requires_grad({&a, &b})) return where_value(ctx, cond, a, b);
+  Array out = where_value(ctx, cond, a.detach(), b.detach());
+  attach_grad_node(out, "where", {Array{}, a, b},
+                   [cond, a_shape = a.shape(), b_shape = b.shape()](ExecContext& c, const Array& g,
+                                                                    const std::vector<bool>& needs) {
+                     const Array zero = full(c, {}, 0.0, g.dtype());
+                     std::vector<Array> grads(3);
+                     if (needs[1]) grads[1] = sum_to(c, where_value(c, cond, g, zero), a_shape);
+                     if (needs[2]) grads[2] = sum_to(c, where_value(c, cond, zero, g), b_shape);
+                     return grads;
+                   });
+  return out;
 }
 
 }  // namespace tempra

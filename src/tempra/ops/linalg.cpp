@@ -1,15 +1,24 @@
 // tempra/ops/linalg.cpp
+//
+// The VJPs follow PyTorch's derivatives.yaml: for C = A . B, dA = dC . B^T and dB = A^T . dC,
+// each summed back over the batch axes broadcasting stretched (sum_to); the gradient of an
+// einsum is the einsum of the output's gradient with the other operand, mapped back to the
+// operand's labels (a contraction's gradient is a contraction).
 #include "tempra/ops/linalg.h"
 
 #include <string>
 
+#include "tempra/core/grad_node.h"
 #include "tempra/ops/creation.h"
 #include "tempra/ops/dispatch.h"
 #include "tempra/ops/quantize.h"
+#include "tempra/ops/reduce.h"
 
 namespace tempra {
 
-Array matmul(ExecContext& ctx, const Array& a_in, const Array& b_in) {
+namespace {
+
+Array matmul_value(ExecContext& ctx, const Array& a_in, const Array& b_in) {
   detail::require_float(a_in, "matmul", "left operand");
   detail::require_float(b_in, "matmul", "right operand");
   detail::require_same_dtype(a_in, b_in, "matmul");
@@ -59,7 +68,43 @@ Array matmul(ExecContext& ctx, const Array& a_in, const Array& b_in) {
   return result;
 }
 
-Array linear(ExecContext& ctx, const Array& x_in, const Array& w_in) {
+// dA = dC . B^T and dB = A^T . dC on the operands as matrices (a vector operand gets its unit
+// axis back), then summed to each operand's own batch shape.
+std::vector<Array> matmul_vjp(ExecContext& ctx, const Array& a_in, const Array& b_in, const Array& g_in,
+                              const std::vector<bool>& needs) {
+  const bool a_vector = a_in.rank() == 1, b_vector = b_in.rank() == 1;
+  const Array a = a_vector ? a_in.unsqueeze(0) : a_in;
+  const Array b = b_vector ? b_in.unsqueeze(1) : b_in;
+  Array g = g_in;
+  if (a_vector) g = g.unsqueeze(g.rank() - (b_vector ? 0 : 1));
+  if (b_vector) g = g.unsqueeze(g.rank());
+  std::vector<Array> grads(2);
+  if (needs[0]) {
+    Array ga = sum_to(ctx, matmul_value(ctx, g, b.transpose(-1, -2)), a.shape());
+    grads[0] = a_vector ? ga.squeeze(0) : ga;
+  }
+  if (needs[1]) {
+    Array gb = sum_to(ctx, matmul_value(ctx, a.transpose(-1, -2), g), b.shape());
+    grads[1] = b_vector ? gb.squeeze(1) : gb;
+  }
+  return grads;
+}
+
+}  // namespace
+
+Array matmul(ExecContext& ctx, const Array& a, const Array& b) {
+  if (!any_requires_grad({&a, &b})) return matmul_value(ctx, a, b);
+  Array out = matmul_value(ctx, a.detach(), b.detach());
+  attach_grad_node(out, "matmul", {a, b},
+                   [a = a.detach(), b = b.detach()](ExecContext& c, const Array& g, const std::vector<bool>& needs) {
+                     return matmul_vjp(c, a, b, g, needs);
+                   });
+  return out;
+}
+
+namespace {
+
+Array linear_value(ExecContext& ctx, const Array& x_in, const Array& w_in) {
   detail::require_float(x_in, "linear", "input");
   check(w_in.defined() && w_in.rank() == 2, "linear", "weights must be [n, k], got ",
         w_in.defined() ? to_string(w_in.shape()) : std::string("an empty array"));
@@ -89,6 +134,47 @@ Array linear(ExecContext& ctx, const Array& x_in, const Array& w_in) {
   else
     kernels.gemm_bf16_weights(rows, n, k, x.data<float>(), k, w.data<bf16_t>(), w.strides()[0], out.data<float>(), n,
                               ctx.threads());
+  return out;
+}
+
+// x [..., k] and g [..., n] as matrices of rows: [rows, k] and [rows, n].
+Array as_rows(ExecContext& ctx, const Array& t) {
+  return contiguous(ctx, t).reshape({-1, t.rank() ? t.dim(-1) : 1});
+}
+
+// y = x . w^T: dx = dy . w, dw = dy^T . x over all rows at once (one GEMM, no batch reduction).
+// A block-quantized or half w is read as f32 for dx (a transient dequantized copy: the frozen
+// base weights of a LoRA layer). A quantized w never requires a gradient (only f32/f64 arrays
+// can); a half w that came from a recorded cast gets one, computed in f32 and rounded once.
+std::vector<Array> linear_vjp(ExecContext& ctx, const Array& x, const Array& w, const Array& g,
+                              const std::vector<bool>& needs) {
+  std::vector<Array> grads(2);
+  const Array wg = detail::widen(ctx, g);
+  if (needs[0]) {
+    Array w_float;
+    if (w.dtype().is_block_quantized()) w_float = dequantize(ctx, w);
+    else w_float = detail::widen(ctx, w);
+    if (w_float.dtype() != wg.dtype()) w_float = cast(ctx, w_float, wg.dtype());
+    grads[0] = detail::narrow(ctx, matmul_value(ctx, wg, w_float), x.dtype());
+  }
+  if (needs[1]) {
+    Array wx = detail::widen(ctx, x);
+    if (wx.dtype() != wg.dtype()) wx = cast(ctx, wx, wg.dtype());
+    const Array gw = matmul_value(ctx, as_rows(ctx, wg).transpose(0, 1), as_rows(ctx, wx));
+    grads[1] = detail::narrow(ctx, gw, w.dtype());
+  }
+  return grads;
+}
+
+}  // namespace
+
+Array linear(ExecContext& ctx, const Array& x, const Array& w) {
+  if (!any_requires_grad({&x, &w})) return linear_value(ctx, x, w);
+  Array out = linear_value(ctx, x.detach(), w.detach());
+  attach_grad_node(out, "linear", {x, w},
+                   [x = x.detach(), w = w.detach()](ExecContext& c, const Array& g, const std::vector<bool>& needs) {
+                     return linear_vjp(c, x, w, g, needs);
+                   });
   return out;
 }
 
@@ -136,8 +222,10 @@ Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const 
                 equation.substr(arrow + 2));
 }
 
-Array einsum(ExecContext& ctx, const Array& a, std::string_view la, const Array& b, std::string_view lb,
-             std::string_view lo) {
+namespace {
+
+Array einsum_value(ExecContext& ctx, const Array& a, std::string_view la, const Array& b, std::string_view lb,
+                   std::string_view lo) {
   check(a.defined() && b.defined(), "einsum", "operand is an empty array");
   check(static_cast<int>(la.size()) == a.rank() && static_cast<int>(lb.size()) == b.rank(), "einsum", "labels '",
         la, "' and '", lb, "' do not match operand shapes ", a.shape(), " and ", b.shape());
@@ -191,6 +279,27 @@ Array einsum(ExecContext& ctx, const Array& a, std::string_view la, const Array&
   for (char c : produced)
     produced_shape.push_back(has(la, c) ? a.dim(static_cast<int>(la.find(c))) : b.dim(static_cast<int>(lb.find(c))));
   return contiguous(ctx, product.reshape(produced_shape).permute(order_of(produced, std::string(lo))));
+}
+
+}  // namespace
+
+// out = einsum(a, b) over labels la, lb -> lo. Every label of la is in lo or lb (the forward
+// rejects a label only one operand has and the output lacks), so da = einsum(dout, b) -> la is
+// itself a valid contraction: b's labels missing from la are summed, a's free labels come from
+// dout. The same holds for db.
+Array einsum(ExecContext& ctx, const Array& a, std::string_view la, const Array& b, std::string_view lb,
+             std::string_view lo) {
+  if (!any_requires_grad({&a, &b})) return einsum_value(ctx, a, la, b, lb, lo);
+  Array out = einsum_value(ctx, a.detach(), la, b.detach(), lb, lo);
+  attach_grad_node(out, "einsum", {a, b},
+                   [a = a.detach(), b = b.detach(), la = std::string(la), lb = std::string(lb),
+                    lo = std::string(lo)](ExecContext& c, const Array& g, const std::vector<bool>& needs) {
+                     std::vector<Array> grads(2);
+                     if (needs[0]) grads[0] = einsum_value(c, g, lo, b, lb, la);
+                     if (needs[1]) grads[1] = einsum_value(c, a, la, g, lo, lb);
+                     return grads;
+                   });
+  return out;
 }
 
 }  // namespace tempra

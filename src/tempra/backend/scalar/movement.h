@@ -4,6 +4,7 @@
 // do no arithmetic worth vectorizing per backend, so both backends share them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -88,6 +89,51 @@ void gather(TensorRef<const T> in, TensorRef<const int64_t> index, int axis, Ten
       }
       src += index.data[idx] * in.strides[axis];
       out.data[flat] = in.data[src];
+    }
+  });
+}
+
+// The VJP of index_select: out[o, index[m], i] += g[o, m, i] over contiguous [outer, m, inner]
+// -> [outer, n, inner] (out already zeroed). Threads split the (o, i) columns; each column sums
+// its m rows in index order, so the result is the same bits for any thread count.
+template <class T>
+void index_add(const T* g, int64_t outer, int64_t m, int64_t inner, const int64_t* index, int64_t n, T* out,
+               ThreadPool& pool) {
+  pool.parallel_for(outer * inner, 1 + 16384 / (m ? m : 1), [&](int64_t first, int64_t last) {
+    for (int64_t column = first; column < last;) {
+      const int64_t o = column / inner, i0 = column % inner, i1 = std::min(inner, i0 + (last - column));
+      for (int64_t r = 0; r < m; ++r) {
+        const T* src = g + (o * m + r) * inner;
+        T* dst = out + (o * n + index[r]) * inner;
+        for (int64_t i = i0; i < i1; ++i) dst[i] += src[i];
+      }
+      column += i1 - i0;
+    }
+  });
+}
+
+// The VJP of gather: out[..., index[..., j, ...], ...] += g[..., j, ...] along `axis`; g and
+// index share a shape (any strides), out is contiguous in the input's shape and zeroed. Each
+// line along `axis` (fixed coordinates elsewhere) writes one line of out and sums in j order:
+// deterministic for any thread count.
+template <class T>
+void gather_add(TensorRef<const T> g, TensorRef<const int64_t> index, int axis, TensorRef<T> out, ThreadPool& pool) {
+  const int rank = g.rank();
+  const int64_t len = g.shape[axis], lines = len ? g.numel() / len : 0;
+  pool.parallel_for(lines, 1 + 16384 / (len ? len : 1), [&](int64_t first, int64_t last) {
+    for (int64_t line = first; line < last; ++line) {
+      int64_t rest = line, off_g = 0, off_i = 0, off_out = 0;
+      for (int d = rank - 1; d >= 0; --d) {
+        if (d == axis) continue;
+        const int64_t c = rest % g.shape[d];
+        rest /= g.shape[d];
+        off_g += c * g.strides[d];
+        off_i += c * index.strides[d];
+        off_out += c * out.strides[d];
+      }
+      for (int64_t j = 0; j < len; ++j)
+        out.data[off_out + index.data[off_i + j * index.strides[axis]] * out.strides[axis]] +=
+            g.data[off_g + j * g.strides[axis]];
     }
   });
 }
