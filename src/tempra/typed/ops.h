@@ -29,23 +29,26 @@ struct Labels<axes::List<Us...>, axes::List<As...>> {
 };
 
 // `x` viewed with the axes of Target (a superset, any order): present axes keep their extent
-// and stride, absent ones get extent 1, so numpy broadcasting lines operands up by name.
+// and stride, absent ones get extent 1, so numpy broadcasting lines operands up by name. Built
+// from Array's views (unsqueeze, permute), so a tensor that requires a gradient keeps its graph.
 template <class... Target, class... Have>
 Array align_to(axes::List<Target...>, const Tensor<Have...>& x) {
-  const Array& a = x.array();
-  Dims shape, strides;
-  (
-      [&] {
-        if constexpr (axes::contains<Target, Have...>) {
-          shape.push_back(a.shape()[axes::index_of<Target, Have...>()]);
-          strides.push_back(a.strides()[axes::index_of<Target, Have...>()]);
-        } else {
-          shape.push_back(1);
-          strides.push_back(0);
-        }
-      }(),
-      ...);
-  return Array(a.storage(), a.dtype(), shape, strides, a.offset());
+  if constexpr (std::is_same_v<axes::List<Target...>, axes::List<Have...>>) {
+    return x.array();
+  } else {
+    // Absent axes are appended as unit axes after x's own, then all move to Target's order.
+    int next_absent = static_cast<int>(sizeof...(Have));
+    Dims order;
+    (
+        [&] {
+          if constexpr (axes::contains<Target, Have...>) order.push_back(axes::index_of<Target, Have...>());
+          else order.push_back(next_absent++);
+        }(),
+        ...);
+    Array a = x.array();
+    while (a.rank() < next_absent) a = a.unsqueeze(a.rank());
+    return a.permute(order);
+  }
 }
 
 template <class L>

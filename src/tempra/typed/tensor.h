@@ -8,12 +8,18 @@
 // Ops on typed tensors (tempra/typed/ops.h) align operands by axis name and compute their
 // result's axes at compile time. Going from untyped to typed (Tensor<...>::from) checks the
 // rank at run time, because a file's tensor rank is data.
+//
+// Autograd keeps the names: t.grad() of a Tensor<h1, in> parameter is a Tensor<h1, in> (the
+// type says so at compile time; the engine guarantees the shape), and backward(ctx, loss) takes
+// only a scalar Tensor<>, so a loss that still has axes is a compile error at the call.
 #pragma once
 
 #include <string>
 #include <utility>
 
+#include "tempra/ag/backward.h"
 #include "tempra/core/array.h"
+#include "tempra/core/grad_node.h"
 #include "tempra/ops/creation.h"
 #include "tempra/typed/axes.h"
 
@@ -93,6 +99,22 @@ class Tensor {
 
   Tensor contiguous(ExecContext& ctx) const { return from(tempra::contiguous(ctx, array_)); }
 
+  // ---- autograd (tempra/core/grad_node.h) ----
+  bool requires_grad() const { return array_.requires_grad(); }
+  // Makes this tensor a leaf parameter whose gradient backward accumulates (or forgets it).
+  Tensor& set_requires_grad(bool enabled = true) {
+    array_.set_requires_grad(enabled);
+    return *this;
+  }
+  // The accumulated gradient, with this tensor's axes; undefined before a backward pass.
+  Tensor grad() const {
+    Array g = array_.grad();
+    return g.defined() ? from(std::move(g)) : Tensor{};
+  }
+  void zero_grad() { array_.zero_grad(); }
+  // The same values as a constant: no graph.
+  Tensor detach() const { return from(array_.detach()); }
+
   // Contracts axis A with `other` (defined in tempra/typed/ops.h).
   template <class A, class... Other>
   auto dot(ExecContext& ctx, const Tensor<Other...>& other) const;
@@ -115,5 +137,14 @@ class Tensor {
 };
 
 static_assert(sizeof(Tensor<>) == sizeof(Array), "Tensor<...> must be a zero-cost wrapper of Array");
+
+// Adds d(loss)/d(parameter) to the grad() of every parameter the scalar loss depends on.
+template <class... Axes>
+void backward(ExecContext& ctx, const Tensor<Axes...>& loss) {
+  static_assert(sizeof...(Axes) == 0,
+                "tempra: backward(ctx, loss) needs a scalar Tensor<>; reduce the loss over its axes first "
+                "(sum<axis>, mean<axis>)");
+  ag::backward(ctx, loss.array());
+}
 
 }  // namespace tempra
