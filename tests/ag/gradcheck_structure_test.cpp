@@ -115,5 +115,28 @@ TEST(GradcheckStructure, PadTriangleAndWhere) {
             "where transposed");
 }
 
+// The scatter-adds sum repeated indices in index order whatever the chunking, so the table's
+// gradient is the same bits for 1 and 4 threads (f32, where the order would show).
+TEST(GradcheckStructure, EmbeddingAndGatherGradientsAreBitwiseForAnyThreadCount) {
+  auto gradients = [](int threads) {
+    ExecContext ctx(ExecOptions{.threads = threads});
+    Array table = normal(ctx, {50, 96}, 0.0, 1.0, 1), x = normal(ctx, {64, 40}, 0.0, 1.0, 2);
+    table.set_requires_grad();
+    x.set_requires_grad();
+    std::vector<int64_t> id_values(4096), index_values(64 * 300);
+    for (size_t i = 0; i < id_values.size(); ++i) id_values[i] = static_cast<int64_t>((i * 7919) % 50);
+    for (size_t i = 0; i < index_values.size(); ++i) index_values[i] = static_cast<int64_t>((i * 104729) % 40);
+    const Array ids = Array::from_values<int64_t>(ctx, {64, 64}, id_values);
+    const Array index = Array::from_values<int64_t>(ctx, {64, 300}, index_values);
+    const Array loss = add(ctx, sum_all(ctx, mul(ctx, embedding(ctx, table, ids), normal(ctx, {64, 64, 96}, 0.0, 1.0, 3))),
+                           sum_all(ctx, mul(ctx, gather(ctx, x, 1, index), normal(ctx, {64, 300}, 0.0, 1.0, 4))));
+    backward(ctx, loss);
+    return std::make_pair(to_vector<float>(ctx, table.grad()), to_vector<float>(ctx, x.grad()));
+  };
+  const auto one = gradients(1), four = gradients(4);
+  EXPECT_EQ(one.first, four.first);
+  EXPECT_EQ(one.second, four.second);
+}
+
 }  // namespace
 }  // namespace tempra::ag

@@ -67,7 +67,8 @@ inline void expect_gradients_match(ExecContext& ctx, const GoldenModel& m, const
               m.tensors.at("loss").at({}), loss_error);
   for (const std::string& p : m.parameters) {
     const Array g = m.tensors.at(p).grad();
-    ASSERT_TRUE(g.defined()) << m.spec.name << ": no gradient reached " << p;
+    EXPECT_TRUE(g.defined()) << m.spec.name << ": no gradient reached " << p;
+    if (!g.defined()) continue;
     const double e = max_relative_error(ctx, g, m.tensors.at("grad." + p), tolerance, m.spec.name + " grad " + p);
     std::printf("golden %s grad %-9s %-12s max relative error %.3g\n", m.spec.name.c_str(), p.c_str(),
                 to_string(g.shape()).c_str(), e);

@@ -84,7 +84,15 @@ std::vector<Array> matmul_vjp(ExecContext& ctx, const Array& a_in, const Array& 
     grads[0] = a_vector ? ga.squeeze(0) : ga;
   }
   if (needs[1]) {
-    Array gb = sum_to(ctx, matmul_value(ctx, a.transpose(-1, -2), g), b.shape());
+    Array gb;
+    if (b.rank() == 2 && a.rank() > 2) {
+      // A matrix shared by every batch item (a layer's weight): one GEMM over all rows,
+      // [k, rows] . [rows, n], instead of a GEMM per item and a sum over the batch.
+      const int64_t k = a.dim(-1), n = g.dim(-1);
+      gb = matmul_value(ctx, contiguous(ctx, a).reshape({-1, k}).transpose(0, 1), contiguous(ctx, g).reshape({-1, n}));
+    } else {
+      gb = sum_to(ctx, matmul_value(ctx, a.transpose(-1, -2), g), b.shape());
+    }
     grads[1] = b_vector ? gb.squeeze(1) : gb;
   }
   return grads;
