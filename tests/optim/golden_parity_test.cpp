@@ -43,7 +43,9 @@ TEST_P(OptimizerGolden, params_match_reference_after_every_step) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) { return info.param.name; }
+std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
+  return info.param.name;
+}
 
 INSTANTIATE_TEST_SUITE_P(Sgd, OptimizerGolden, ::testing::ValuesIn(load_all_cases({"optim_sgd"})), case_name);
 INSTANTIATE_TEST_SUITE_P(AdamW, OptimizerGolden, ::testing::ValuesIn(load_all_cases({"optim_adamw"})), case_name);

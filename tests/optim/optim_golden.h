@@ -69,7 +69,8 @@ inline optim::ApolloOptions apollo_options(const nlohmann::json& g) {
   o.rank = g.at("rank").get<int64_t>();
   o.update_proj_gap = g.at("update_proj_gap").get<int64_t>();
   o.scale = g.at("scale").get<double>();
-  o.scale_type = g.at("scale_type").get<std::string>() == "tensor" ? optim::ApolloScale::tensor : optim::ApolloScale::channel;
+  o.scale_type =
+      g.at("scale_type").get<std::string>() == "tensor" ? optim::ApolloScale::tensor : optim::ApolloScale::channel;
   o.beta1 = g.at("beta1").get<double>();
   o.beta2 = g.at("beta2").get<double>();
   o.eps = g.at("eps").get<double>();

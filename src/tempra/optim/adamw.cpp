@@ -20,8 +20,8 @@ AdamW::AdamW(std::vector<Group<AdamWOptions>> groups)
     const Dims& shape = param(i).value.shape();
     exp_avg_.push_back(add_state("exp_avg", i, shape));
     exp_avg_sq_.push_back(add_state("exp_avg_sq", i, shape));
-    max_exp_avg_sq_.push_back(options_[static_cast<size_t>(flat(i).group)].amsgrad ? add_state("max_exp_avg_sq", i, shape)
-                                                                                   : Array{});
+    max_exp_avg_sq_.push_back(
+        options_[static_cast<size_t>(flat(i).group)].amsgrad ? add_state("max_exp_avg_sq", i, shape) : Array{});
   }
 }
 
@@ -32,8 +32,9 @@ void AdamW::update(ExecContext& ctx, int group, int64_t index, const Array& grad
   const Array& p = param(index).value;
   const size_t i = static_cast<size_t>(index);
   if (p.dtype() == DType::f32)
-    detail::adamw_update(ctx, p.data<float>(), grad.data<float>(), exp_avg_[i].data<float>(), exp_avg_sq_[i].data<float>(),
-                         o.amsgrad ? max_exp_avg_sq_[i].data<float>() : nullptr, p.numel(), c);
+    detail::adamw_update(ctx, p.data<float>(), grad.data<float>(), exp_avg_[i].data<float>(),
+                         exp_avg_sq_[i].data<float>(), o.amsgrad ? max_exp_avg_sq_[i].data<float>() : nullptr,
+                         p.numel(), c);
   else
     detail::adamw_update(ctx, p.data<double>(), grad.data<double>(), exp_avg_[i].data<double>(),
                          exp_avg_sq_[i].data<double>(), o.amsgrad ? max_exp_avg_sq_[i].data<double>() : nullptr,

@@ -13,7 +13,9 @@
 namespace tempra::optim {
 namespace {
 
-bool projects_right(const Array& p) { return p.dim(0) >= p.dim(1); }
+bool projects_right(const Array& p) {
+  return p.dim(0) >= p.dim(1);
+}
 
 template <class T>
 void fill_projection(const Array& out, uint64_t stream, int64_t rank) {
@@ -35,7 +37,7 @@ void adam_moments(const T* r, T* m, T* v, T* normalized, int64_t n, const Apollo
   const T b2 = static_cast<T>(o.beta2), one_minus_b2 = static_cast<T>(1 - o.beta2);
   const T eps = static_cast<T>(o.eps);
   for (int64_t i = 0; i < n; ++i) {
-    m[i] = std::fma(one_minus_b1, r[i], m[i] * b1);          // exp_avg.mul_(b1).add_(r, alpha=1-b1)
+    m[i] = std::fma(one_minus_b1, r[i], m[i] * b1);         // exp_avg.mul_(b1).add_(r, alpha=1-b1)
     v[i] = std::fma(one_minus_b2 * r[i], r[i], v[i] * b2);  // exp_avg_sq.mul_(b2).addcmul_(r, r, value=1-b2)
     normalized[i] = m[i] / (std::sqrt(v[i]) + eps);
   }
@@ -50,13 +52,15 @@ double step_size(const ApolloOptions& o, const Step& s) {
 
 // p = p - step * u; then the reference's decoupled decay after the update.
 template <class T>
-void apply_update(T* p, const T* u, int64_t n, double step, const Step& s) {
+void apply_update(ExecContext& ctx, T* p, const T* u, int64_t n, double step, const Step& s) {
   const T neg_step = static_cast<T>(-step);
-  for (int64_t i = 0; i < n; ++i) p[i] = std::fma(neg_step, u[i], p[i]);  // p.add_(u, alpha=-step)
-  if (s.weight_decay > 0) {
-    const T neg_decay = static_cast<T>(-s.lr * s.weight_decay);
-    for (int64_t i = 0; i < n; ++i) p[i] = std::fma(neg_decay, p[i], p[i]);  // p.add_(p, alpha=-lr*wd)
-  }
+  const T neg_decay = static_cast<T>(-s.lr * s.weight_decay);
+  detail::parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      p[i] = std::fma(neg_step, u[i], p[i]);                           // p.add_(u, alpha=-step)
+      if (s.weight_decay > 0) p[i] = std::fma(neg_decay, p[i], p[i]);  // p.add_(p, alpha=-lr*wd)
+    }
+  });
 }
 
 template <class T>
@@ -65,7 +69,7 @@ void unprojected_update(ExecContext& ctx, const Array& p, const Array& grad, con
   const int64_t n = p.numel();
   Array normalized = Array::empty(ctx, p.shape(), p.dtype());
   adam_moments(grad.data<T>(), m.data<T>(), v.data<T>(), normalized.data<T>(), n, o);
-  apply_update(p.data<T>(), normalized.data<T>(), n, step_size(o, s), s);
+  apply_update(ctx, p.data<T>(), normalized.data<T>(), n, step_size(o, s), s);
 }
 
 template <class T>
@@ -125,7 +129,7 @@ void projected_update(ExecContext& ctx, const Array& p, const Array& grad, const
   }
   const T alpha = static_cast<T>(std::sqrt(o.scale));
   for (int64_t i = 0; i < p.numel(); ++i) ss[i] = ss[i] * alpha;
-  apply_update(p.data<T>(), ss, p.numel(), step_size(o, s), s);
+  apply_update(ctx, p.data<T>(), ss, p.numel(), step_size(o, s), s);
 }
 
 }  // namespace
@@ -148,8 +152,8 @@ Apollo::Apollo(std::vector<Group<ApolloOptions>> groups)
       check(p.value.rank() == 2, "apollo", "param ", p.name, " has shape ", p.value.shape(),
             "; projected groups (rank > 0) take 2-D weights only: put it in a group with rank = 0");
       const int64_t rows = p.value.dim(0), cols = p.value.dim(1);
-      check(o.rank <= std::min(rows, cols), "apollo", "param ", p.name, " with shape ", p.value.shape(),
-            ": rank ", o.rank, " exceeds its smaller side");
+      check(o.rank <= std::min(rows, cols), "apollo", "param ", p.name, " with shape ", p.value.shape(), ": rank ",
+            o.rank, " exceeds its smaller side");
       moments = projects_right(p.value) ? Dims{rows, o.rank} : Dims{o.rank, cols};
       add_scalar("scaled_grad_norm", i, &scaled_grad_norm_[static_cast<size_t>(i)]);
     }

@@ -42,9 +42,9 @@ namespace tempra::optim {
 enum class ApolloScale : uint8_t { channel, tensor };
 
 struct ApolloOptions {
-  int64_t rank = 0;                // 0: no projection (plain Adam update, for vectors)
-  int64_t update_proj_gap = 200;   // T: steps between projection refreshes
-  double scale = 1.0;              // alpha: the update is multiplied by sqrt(scale)
+  int64_t rank = 0;               // 0: no projection (plain Adam update, for vectors)
+  int64_t update_proj_gap = 200;  // T: steps between projection refreshes
+  double scale = 1.0;             // alpha: the update is multiplied by sqrt(scale)
   ApolloScale scale_type = ApolloScale::channel;
   double beta1 = 0.9;
   double beta2 = 0.999;

@@ -28,8 +28,8 @@ Array newton_schulz5_typed(ExecContext& ctx, const Array& g, int steps) {
   const T a = static_cast<T>(kA), b = static_cast<T>(kB), c = static_cast<T>(kC);
   for (int s = 0; s < steps; ++s) {
     const Array gram = matmul(ctx, x, x.transpose(0, 1));  // A = X X^T
-    const Array gram2 = matmul(ctx, gram, gram);            // A A
-    Array poly = copy(ctx, gram);                           // B = b A + c A A
+    const Array gram2 = matmul(ctx, gram, gram);           // A A
+    Array poly = copy(ctx, gram);                          // B = b A + c A A
     T* ps = poly.data<T>();
     const T* g2 = gram2.data<T>();
     for (int64_t i = 0; i < poly.numel(); ++i) ps[i] = b * ps[i] + c * g2[i];
@@ -56,13 +56,16 @@ void muon_update(ExecContext& ctx, const Array& p, const Array& grad, const Arra
   }
   const Array x = newton_schulz5_typed<T>(ctx, u, o.ns_steps);
   const T* xs = x.data<T>();
-  const T scale = static_cast<T>(std::sqrt(std::max(1.0, static_cast<double>(p.dim(0)) / static_cast<double>(p.dim(1)))));
+  const T scale =
+      static_cast<T>(std::sqrt(std::max(1.0, static_cast<double>(p.dim(0)) / static_cast<double>(p.dim(1)))));
   const T decay = static_cast<T>(1 - lr * weight_decay), neg_lr = static_cast<T>(-lr);
   T* ps = p.data<T>();
-  for (int64_t i = 0; i < n; ++i) {
-    ps[i] = ps[i] * decay;                        // p.mul_(1 - lr * wd)
-    ps[i] = std::fma(neg_lr, xs[i] * scale, ps[i]);  // p.add_(update * scale, alpha=-lr)
-  }
+  detail::parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      ps[i] = ps[i] * decay;                           // p.mul_(1 - lr * wd)
+      ps[i] = std::fma(neg_lr, xs[i] * scale, ps[i]);  // p.add_(update * scale, alpha=-lr)
+    }
+  });
 }
 
 // The reference's adam_update for the AdamW groups, then p.mul_(1 - lr * wd).add_(u, alpha=-lr).
@@ -91,12 +94,15 @@ void aux_adam_update(const Array& p, const Array& grad, const Array& exp_avg, co
 
 Array newton_schulz5(ExecContext& ctx, const Array& g, int steps) {
   check(g.rank() == 2, "newton_schulz5", "needs a 2-D array, got shape ", g.shape());
-  check(g.dtype() == DType::f32 || g.dtype() == DType::f64, "newton_schulz5", "needs f32 or f64, got ", g.dtype().name());
+  check(g.dtype() == DType::f32 || g.dtype() == DType::f64, "newton_schulz5", "needs f32 or f64, got ",
+        g.dtype().name());
   check(steps >= 0, "newton_schulz5", "steps must be >= 0, got ", steps);
-  return g.dtype() == DType::f32 ? newton_schulz5_typed<float>(ctx, g, steps) : newton_schulz5_typed<double>(ctx, g, steps);
+  return g.dtype() == DType::f32 ? newton_schulz5_typed<float>(ctx, g, steps)
+                                 : newton_schulz5_typed<double>(ctx, g, steps);
 }
 
-Muon::Muon(std::vector<Group<MuonOptions>> groups) : Optimizer("muon", base_groups(groups)), options_(group_options(groups)) {
+Muon::Muon(std::vector<Group<MuonOptions>> groups)
+    : Optimizer("muon", base_groups(groups)), options_(group_options(groups)) {
   for (size_t g = 0; g < options_.size(); ++g) {
     const MuonOptions& o = options_[g];
     if (o.use_muon) {

@@ -9,7 +9,8 @@
 
 namespace tempra::optim {
 
-Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups) : name_(std::move(name)), groups_(std::move(groups)) {
+Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups)
+    : name_(std::move(name)), groups_(std::move(groups)) {
   check(!groups_.empty(), name_, "needs at least one parameter group");
   std::set<std::string> seen;
   for (size_t g = 0; g < groups_.size(); ++g) {
@@ -20,8 +21,8 @@ Optimizer::Optimizer(std::string name, std::vector<ParamGroup> groups) : name_(s
       check(!p.name.empty(), name_, "group ", g, ": a param has an empty name");
       check(seen.insert(p.name).second, name_, "param name ", p.name, " appears twice");
       check(p.value.defined(), name_, "param ", p.name, " is an empty array");
-      check(p.value.dtype() == DType::f32 || p.value.dtype() == DType::f64, name_, "param ", p.name,
-            " has dtype ", p.value.dtype().name(), "; optimizers update f32 or f64 params");
+      check(p.value.dtype() == DType::f32 || p.value.dtype() == DType::f64, name_, "param ", p.name, " has dtype ",
+            p.value.dtype().name(), "; optimizers update f32 or f64 params");
       check(p.value.is_contiguous(), name_, "param ", p.name, " with shape ", p.value.shape(),
             " is not contiguous; optimizers update params in place and need contiguous storage");
       flat_.push_back(FlatParam{p, static_cast<int>(g)});
@@ -83,7 +84,9 @@ void Optimizer::add_scalar(const std::string& scalar, int64_t index, double* slo
   scalars_.emplace_back(name_ + "." + scalar + "." + param(index).name, slot);
 }
 
-std::vector<StateTensor> Optimizer::state_tensors() const { return state_; }
+std::vector<StateTensor> Optimizer::state_tensors() const {
+  return state_;
+}
 
 std::map<std::string, double> Optimizer::scalar_state() const {
   std::map<std::string, double> out;

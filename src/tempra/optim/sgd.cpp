@@ -6,7 +6,8 @@
 
 namespace tempra::optim {
 
-Sgd::Sgd(std::vector<Group<SgdOptions>> groups) : Optimizer("sgd", base_groups(groups)), options_(group_options(groups)) {
+Sgd::Sgd(std::vector<Group<SgdOptions>> groups)
+    : Optimizer("sgd", base_groups(groups)), options_(group_options(groups)) {
   for (size_t g = 0; g < options_.size(); ++g) {
     const SgdOptions& o = options_[g];
     check(o.momentum >= 0, "sgd", "group ", g, ": momentum must be >= 0, got ", o.momentum);
@@ -14,13 +15,18 @@ Sgd::Sgd(std::vector<Group<SgdOptions>> groups) : Optimizer("sgd", base_groups(g
     check(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "sgd", "group ", g,
           ": nesterov momentum requires a momentum and zero dampening");
   }
-  for (int64_t i = 0; i < num_params(); ++i) momentum_.push_back(add_state("momentum_buffer", i, param(i).value.shape()));
+  for (int64_t i = 0; i < num_params(); ++i)
+    momentum_.push_back(add_state("momentum_buffer", i, param(i).value.shape()));
 }
 
 void Sgd::update(ExecContext& ctx, int group, int64_t index, const Array& grad, int64_t param_step) {
   const SgdOptions& o = options_[static_cast<size_t>(group)];
-  const detail::SgdCoefficients c{groups()[static_cast<size_t>(group)].lr, groups()[static_cast<size_t>(group)].weight_decay,
-                                  o.momentum, o.dampening, o.nesterov, param_step == 1};
+  const detail::SgdCoefficients c{groups()[static_cast<size_t>(group)].lr,
+                                  groups()[static_cast<size_t>(group)].weight_decay,
+                                  o.momentum,
+                                  o.dampening,
+                                  o.nesterov,
+                                  param_step == 1};
   const Array& p = param(index).value;
   const Array& buf = momentum_[static_cast<size_t>(index)];
   if (p.dtype() == DType::f32)

@@ -84,7 +84,7 @@ void adamw_update(ExecContext& ctx, T* p, const T* g, T* m, T* v, T* max_v, int6
   parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       p[i] = p[i] * decay;
-      m[i] = std::fma(one_minus_b1, g[i], m[i] * b1);          // m.mul_(b1).add_(g, alpha=1-b1)
+      m[i] = std::fma(one_minus_b1, g[i], m[i] * b1);         // m.mul_(b1).add_(g, alpha=1-b1)
       v[i] = std::fma(one_minus_b2 * g[i], g[i], v[i] * b2);  // v.mul_(b2).addcmul_(g, g, value=1-b2)
       T second = v[i];
       if (c.amsgrad) {
