@@ -14,10 +14,14 @@
 namespace tempra {
 namespace {
 
-std::vector<float> values(ExecContext& ctx, const Array& a) { return to_vector<float>(ctx, a); }
+std::vector<float> values(ExecContext& ctx, const Array& a) {
+  return to_vector<float>(ctx, a);
+}
 
 // Nonzero inputs, so a zero output always means a dropped element.
-Array nonzero(ExecContext& ctx, const Dims& shape, uint64_t seed) { return uniform(ctx, shape, 0.5, 1.5, seed); }
+Array nonzero(ExecContext& ctx, const Dims& shape, uint64_t seed) {
+  return uniform(ctx, shape, 0.5, 1.5, seed);
+}
 
 TEST(Dropout, replay_of_a_step_is_bitwise_for_any_thread_count) {
   ExecContext one(ExecOptions{.threads = 1}), many(ExecOptions{.threads = 4});

@@ -73,10 +73,10 @@ TEST(GradcheckLinalg, EinsumContractionsBatchAxesAndPermutedOutputs) {
       {"ik,kj->ij", {3, 4}, {4, 5}},
       {"bik,bkj->bij", {2, 3, 4}, {2, 4, 5}},
       {"bhqd,bhkd->bhqk", {2, 2, 3, 4}, {2, 2, 5, 4}},  // attention scores
-      {"ij,kj->ki", {3, 4}, {5, 4}},                     // permuted output
+      {"ij,kj->ki", {3, 4}, {5, 4}},                    // permuted output
       {"abc,cd->dba", {2, 3, 4}, {4, 2}},
-      {"i,j->ij", {3}, {4}},                             // outer product: nothing contracted
-      {"ijk,jk->i", {2, 3, 4}, {3, 4}},                  // two contracted axes
+      {"i,j->ij", {3}, {4}},             // outer product: nothing contracted
+      {"ijk,jk->i", {2, 3, 4}, {3, 4}},  // two contracted axes
   };
   for (const auto& tc : cases) {
     const std::string eq = tc.equation;

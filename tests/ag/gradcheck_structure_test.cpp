@@ -34,7 +34,10 @@ TEST(GradcheckStructure, ConcatStackAndSplit) {
                       {a, b, c}),
             "concat");
   // The same input twice: its two slices' gradients add.
-  expect_ok(gradcheck(ctx, [](ExecContext& x, const std::vector<Array>& in) { return concat(x, {in[0], in[0]}, 0); },
+  expect_ok(gradcheck(ctx,
+                      [](ExecContext& x, const std::vector<Array>& in) {
+                        return concat(x, {in[0], in[0]}, 0);
+                      },
                       {a}),
             "concat repeated input");
   for (int axis : {0, 1, 2})
@@ -59,9 +62,9 @@ TEST(GradcheckStructure, GatherIndexSelectAndEmbeddingScatterAdd) {
   const Array x = anywhere(ctx, {4, 5}, 11);
   // Repeated indices: their contributions must be summed.
   const Array index = Array::from_values<int64_t>(ctx, {3, 2}, {0, 4, 4, 1, 2, 2});
-  expect_ok(gradcheck(ctx, [index](ExecContext& c, const std::vector<Array>& in) { return gather(c, in[0], 1, index); },
-                      {x}),
-            "gather axis 1");
+  expect_ok(
+      gradcheck(ctx, [index](ExecContext& c, const std::vector<Array>& in) { return gather(c, in[0], 1, index); }, {x}),
+      "gather axis 1");
   const Array index0 = Array::from_values<int32_t>(ctx, {2, 5}, {3, 0, 3, 1, 2, 3, 3, 0, 0, 1});
   expect_ok(gradcheck(ctx,
                       [index0](ExecContext& c, const std::vector<Array>& in) {
@@ -92,19 +95,21 @@ TEST(GradcheckStructure, PadTriangleAndWhere) {
                       {anywhere(ctx, {3, 2}, 21)}),
             "pad");
   for (int64_t diagonal : {-1, 0, 2}) {
-    expect_ok(gradcheck(ctx, [diagonal](ExecContext& c, const std::vector<Array>& in) { return tril(c, in[0], diagonal); },
-                        {anywhere(ctx, {2, 4, 5}, 22)}),
-              "tril diagonal " + std::to_string(diagonal));
-    expect_ok(gradcheck(ctx, [diagonal](ExecContext& c, const std::vector<Array>& in) { return triu(c, in[0], diagonal); },
-                        {anywhere(ctx, {2, 4, 5}, 23)}),
-              "triu diagonal " + std::to_string(diagonal));
+    expect_ok(
+        gradcheck(ctx, [diagonal](ExecContext& c, const std::vector<Array>& in) { return tril(c, in[0], diagonal); },
+                  {anywhere(ctx, {2, 4, 5}, 22)}),
+        "tril diagonal " + std::to_string(diagonal));
+    expect_ok(
+        gradcheck(ctx, [diagonal](ExecContext& c, const std::vector<Array>& in) { return triu(c, in[0], diagonal); },
+                  {anywhere(ctx, {2, 4, 5}, 23)}),
+        "triu diagonal " + std::to_string(diagonal));
   }
   // a [1, 4] broadcasts against cond and b [3, 4]: a's gradient sums over rows.
   const Array cond = cast(ctx, relu(ctx, anywhere(ctx, {3, 4}, 24)), DType::boolean);  // x > 0
-  expect_ok(gradcheck(ctx,
-                      [cond](ExecContext& c, const std::vector<Array>& in) { return where(c, cond, in[0], in[1]); },
-                      {anywhere(ctx, {1, 4}, 25), anywhere(ctx, {3, 4}, 26)}),
-            "where broadcast");
+  expect_ok(
+      gradcheck(ctx, [cond](ExecContext& c, const std::vector<Array>& in) { return where(c, cond, in[0], in[1]); },
+                {anywhere(ctx, {1, 4}, 25), anywhere(ctx, {3, 4}, 26)}),
+      "where broadcast");
   // cond [3, 1] broadcasts against a transposed a [3, 4] and b [4].
   const Array cond_row = cond.slice(1, 0, 1);
   expect_ok(gradcheck(ctx,
@@ -128,8 +133,9 @@ TEST(GradcheckStructure, EmbeddingAndGatherGradientsAreBitwiseForAnyThreadCount)
     for (size_t i = 0; i < index_values.size(); ++i) index_values[i] = static_cast<int64_t>((i * 104729) % 40);
     const Array ids = Array::from_values<int64_t>(ctx, {64, 64}, id_values);
     const Array index = Array::from_values<int64_t>(ctx, {64, 300}, index_values);
-    const Array loss = add(ctx, sum_all(ctx, mul(ctx, embedding(ctx, table, ids), normal(ctx, {64, 64, 96}, 0.0, 1.0, 3))),
-                           sum_all(ctx, mul(ctx, gather(ctx, x, 1, index), normal(ctx, {64, 300}, 0.0, 1.0, 4))));
+    const Array loss =
+        add(ctx, sum_all(ctx, mul(ctx, embedding(ctx, table, ids), normal(ctx, {64, 64, 96}, 0.0, 1.0, 3))),
+            sum_all(ctx, mul(ctx, gather(ctx, x, 1, index), normal(ctx, {64, 300}, 0.0, 1.0, 4))));
     backward(ctx, loss);
     return std::make_pair(to_vector<float>(ctx, table.grad()), to_vector<float>(ctx, x.grad()));
   };

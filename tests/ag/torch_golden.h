@@ -54,8 +54,8 @@ inline double max_relative_error(ExecContext& ctx, const Array& ours, const Arra
   double worst = 0.0;
   for (size_t i = 0; i < a.size(); ++i) {
     const double diff = std::abs(a[i] - b[i]);
-    EXPECT_LE(diff, tolerance * std::abs(b[i]) + 1e-12) << what << " element " << i << ": tempra " << a[i]
-                                                         << ", torch " << b[i];
+    EXPECT_LE(diff, tolerance * std::abs(b[i]) + 1e-12)
+        << what << " element " << i << ": tempra " << a[i] << ", torch " << b[i];
     if (b[i] != 0.0) worst = std::max(worst, diff / std::abs(b[i]));
   }
   return worst;

@@ -4,6 +4,7 @@
 // same model written with tempra's ops must match the loss and each gradient within 1e-5
 // relative. The transformer block lives in torch_golden_block_test.cpp.
 #include "ag/torch_golden.h"
+
 #include "tempra/ag/backward.h"
 
 namespace tempra {

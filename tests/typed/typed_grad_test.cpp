@@ -29,10 +29,13 @@ Tensor<batch, cls> forward(ExecContext& ctx, const Model& m, const Tensor<batch,
 
 // Mean over the batch of the squared error summed over classes: a scalar Tensor<>.
 Tensor<> loss_of(ExecContext& ctx, const Model& m, const Tensor<batch, in>& x, const Tensor<batch, cls>& target) {
-  return tempra::mean<batch>(ctx, tempra::sum<cls>(ctx, tempra::square(ctx, tempra::sub(ctx, forward(ctx, m, x), target))));
+  return tempra::mean<batch>(ctx,
+                             tempra::sum<cls>(ctx, tempra::square(ctx, tempra::sub(ctx, forward(ctx, m, x), target))));
 }
 
-std::vector<double> values(ExecContext& ctx, const Array& a) { return tempra::to_vector<double>(ctx, a); }
+std::vector<double> values(ExecContext& ctx, const Array& a) {
+  return tempra::to_vector<double>(ctx, a);
+}
 
 template <class... A>
 Tensor<A...> f64(ExecContext& ctx, const Tensor<A...>& t) {
@@ -62,8 +65,7 @@ TEST(TypedGrad, one_sgd_step_of_a_named_axis_mlp) {
   EXPECT_EQ(gw1.shape(), m.w1.shape());
 
   // The same model on untyped arrays gives the same gradients.
-  Array w1 = m.w1.array().detach(), b1 = m.b1.array().detach(), w2 = m.w2.array().detach(),
-        b2 = m.b2.array().detach();
+  Array w1 = m.w1.array().detach(), b1 = m.b1.array().detach(), w2 = m.w2.array().detach(), b2 = m.b2.array().detach();
   for (Array* p : {&w1, &b1, &w2, &b2}) p->set_requires_grad();
   const Array h = tempra::tanh(ctx, tempra::add(ctx, tempra::linear(ctx, x.array(), w1), b1));
   const Array y = tempra::add(ctx, tempra::linear(ctx, h, w2), b2);

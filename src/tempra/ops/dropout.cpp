@@ -18,7 +18,9 @@ namespace tempra {
 namespace {
 
 // The stream of one (seed, step): a second splitmix64 key, so steps never share a stream.
-uint64_t dropout_key(uint64_t seed, uint64_t step) { return CounterRng::bits(seed, step); }
+uint64_t dropout_key(uint64_t seed, uint64_t step) {
+  return CounterRng::bits(seed, step);
+}
 
 // out = mask(x) on x's elements in row-major order; x any layout, out contiguous.
 Array apply_mask(ExecContext& ctx, const Array& x_in, double p, uint64_t key) {
