@@ -61,6 +61,32 @@ struct FloatKernels {
   // strides on broadcast axes like binary's; g, ga, gb have the output's shape (any strides).
   void (*binary_grad)(BinaryOp, TensorRef<const T> a, TensorRef<const T> b, TensorRef<const T> g, TensorRef<T> ga,
                       TensorRef<T> gb, ThreadPool&);
+  // max, min, variance, logsumexp (sum and mean are views): x and gx are contiguous
+  // [outer, n, inner], the forward's result `out` and its gradient g contiguous [outer, inner].
+  void (*reduce_grad)(ReduceOp, const T* x, const T* out, const T* g, int64_t outer, int64_t n, int64_t inner,
+                      int64_t correction, T* gx, ThreadPool&);
+  // Gradient of the logits z = x * scale + mask (before the scale) times grad_scale, from the
+  // forward's output y; y, g and gz are contiguous [rows, n]; args as the forward's (mask unused).
+  void (*softmax_grad)(const T* y, const T* g, int64_t rows, int64_t n, const SoftmaxArgs<T>& args, double grad_scale,
+                       T* gz, ThreadPool&);
+  // gx[i] = g[i] * (softmax(logits[i]) - onehot(target[i])), zero rows where target is ignored.
+  void (*cross_entropy_grad)(const T* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                             int64_t ignore_index, const T* g, T* gx, ThreadPool&);
+  // The norms' gradients over a contiguous [rows, n] block from the output gradient g. Any of
+  // gx, gw, gb may be null (not wanted); `scratch` holds 2 * rows elements (row statistics).
+  void (*rms_norm_grad)(const T* x, const T* weight, const T* g, int64_t rows, int64_t n, double eps, T* gx, T* gw,
+                        T* scratch, ThreadPool&);
+  void (*layer_norm_grad)(const T* x, const T* weight, const T* g, int64_t rows, int64_t n, double eps, T* gx, T* gw,
+                          T* gb, T* scratch, ThreadPool&);
+  // Attention's backward from the forward's inputs and output `out` and the output gradient g
+  // (out and g [B, Hq, Tq, Dv]); writes gq, gk, gv (the inputs' shapes, contiguous). `scores`
+  // is B*Hq*Tq*Tk of scratch that holds, on return, the gradient of each score (after the mask,
+  // before the scale): the mask's gradient before it is summed to the mask's shape.
+  void (*attention_grad)(const T* q, const T* k, const T* v, const T* out, const T* g, const AttentionShape& shape,
+                         TensorRef<const T> mask, bool causal, double scale, T* scores, T* gq, T* gk, T* gv,
+                         ThreadPool&);
+  // conv1d's gradients from g [B, Cout, Tout]; any of gx, gw, gb may be null (not wanted).
+  void (*conv1d_grad)(const T* x, const T* w, const T* g, const Conv1dShape& shape, T* gx, T* gw, T* gb, ThreadPool&);
 };
 
 // c[m, n] = a[m, k] . w[n, k]^T with w stored in a 16-bit float format (W = f16_t or bf16_t):

@@ -56,15 +56,25 @@ Array reduce_value(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool
   return detail::narrow(ctx, out, x.dtype());
 }
 
-// The gradient of a reduction over `axis`, broadcast back to x's shape.
-Array reduce_vjp(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, const Array& g) {
-  const int a = normalize_axis(axis, x.rank(), reduce_name(op));
+// The gradient of a reduction over `axis`, in the input's shape and dtype. sum and mean are
+// views of g (a broadcast) and read nothing else; the others run the backward kernel on the
+// input x and the forward's result `out`.
+Array reduce_vjp(ExecContext& ctx, ReduceOp op, const Dims& shape, const Array& x, const Array& out, int axis,
+                 bool keepdim, int64_t correction, const Array& g) {
+  const int a = normalize_axis(axis, shape.size(), reduce_name(op));
   const Array gk = keepdim ? g : g.unsqueeze(a);
-  switch (op) {
-    case ReduceOp::sum: return gk.broadcast_to(x.shape());
-    case ReduceOp::mean: return div(ctx, gk, static_cast<double>(x.shape()[a])).broadcast_to(x.shape());
-    default: fail(reduce_name(op), "has no VJP yet: gradients through it are not supported");
-  }
+  if (op == ReduceOp::sum) return gk.broadcast_to(shape);
+  if (op == ReduceOp::mean) return div(ctx, gk, static_cast<double>(shape[a])).broadcast_to(shape);
+  const Array in = contiguous(ctx, detail::widen(ctx, x));
+  const Array result = contiguous(ctx, detail::widen(ctx, out)), grad = contiguous(ctx, detail::widen(ctx, g));
+  const AxisSplit s = split_at(in, a, keepdim);
+  Array gx = Array::empty(ctx, in.shape(), in.dtype());
+  detail::with_float_type(in.dtype(), reduce_name(op), [&](auto tag) {
+    using T = decltype(tag);
+    detail::float_kernels<T>(ctx).reduce_grad(op, in.data<T>(), result.data<T>(), grad.data<T>(), s.outer, s.n, s.inner,
+                                              correction, gx.data<T>(), ctx.threads());
+  });
+  return detail::narrow(ctx, gx, x.dtype());
 }
 
 }  // namespace
@@ -72,9 +82,12 @@ Array reduce_vjp(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool k
 Array reduce(ExecContext& ctx, ReduceOp op, const Array& x, int axis, bool keepdim, int64_t correction) {
   if (!any_requires_grad({&x})) return reduce_value(ctx, op, x, axis, keepdim, correction);
   Array out = reduce_value(ctx, op, x.detach(), axis, keepdim, correction);
+  // sum and mean keep nothing but x's shape; the others keep x and the result.
+  const bool linear = op == ReduceOp::sum || op == ReduceOp::mean;
   attach_grad_node(out, reduce_name(op), {x},
-                   [op, x = x.detach(), axis, keepdim](ExecContext& c, const Array& g, const std::vector<bool>&) {
-                     return std::vector<Array>{reduce_vjp(c, op, x, axis, keepdim, g)};
+                   [op, shape = x.shape(), x = linear ? Array{} : x.detach(), result = linear ? Array{} : out.detach(),
+                    axis, keepdim, correction](ExecContext& c, const Array& g, const std::vector<bool>&) {
+                     return std::vector<Array>{reduce_vjp(c, op, shape, x, result, axis, keepdim, correction, g)};
                    });
   return out;
 }
@@ -120,6 +133,49 @@ Array mean_all(ExecContext& ctx, const Array& x) {
 
 namespace {
 
+// The row kernel over the last axis; `mask` is already widened and broadcast to x's shape (or
+// empty).
+Array softmax_rows(ExecContext& ctx, const Array& x, const Array& mask, const SoftmaxOptions& options, bool log) {
+  const char* name = log ? "log_softmax" : "softmax";
+  const int last = x.rank() - 1;
+  const Array in = contiguous(ctx, detail::widen(ctx, x));
+  Array out = Array::empty(ctx, in.shape(), in.dtype());
+  detail::with_float_type(in.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    SoftmaxArgs<T> args;
+    args.scale = options.scale;
+    args.log = log;
+    args.causal = options.causal;
+    args.q_len = options.causal ? in.shape()[last - 1] : 1;
+    if (mask.defined())
+      args.mask = mask.cref<T>();
+    else
+      args.mask.strides = Dims::filled(in.rank(), 0);
+    detail::float_kernels<T>(ctx).softmax(in.cref<T>(), args, out.data<T>(), ctx.threads());
+  });
+  return detail::narrow(ctx, out, x.dtype());
+}
+
+// The gradient of the logits z = x * scale + mask (before the scale) times grad_scale, in the
+// compute dtype, from the forward's output y and its gradient g.
+Array softmax_logits_grad(ExecContext& ctx, const Array& y, const Array& g, const SoftmaxOptions& options, bool log,
+                          double grad_scale) {
+  const char* name = log ? "log_softmax" : "softmax";
+  const Array wy = contiguous(ctx, detail::widen(ctx, y)), wg = contiguous(ctx, detail::widen(ctx, g));
+  const int64_t n = wy.shape().back(), rows = n ? wy.numel() / n : 0;
+  Array gz = Array::empty(ctx, wy.shape(), wy.dtype());
+  detail::with_float_type(wy.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    SoftmaxArgs<T> args;
+    args.log = log;
+    args.causal = options.causal;
+    args.q_len = options.causal ? wy.shape()[wy.rank() - 2] : 1;
+    detail::float_kernels<T>(ctx).softmax_grad(wy.data<T>(), wg.data<T>(), rows, n, args, grad_scale, gz.data<T>(),
+                                               ctx.threads());
+  });
+  return gz;
+}
+
 Array softmax_impl(ExecContext& ctx, const Array& x, int axis, const SoftmaxOptions& options, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   detail::require_float(x, name);
@@ -132,7 +188,7 @@ Array softmax_impl(ExecContext& ctx, const Array& x, int axis, const SoftmaxOpti
     check(x.shape()[last] >= x.shape()[last - 1], name, "causal masking needs at least as many keys as queries, got ",
           x.shape());
   if (a != last) {
-    // Move the axis last, run the row kernel, move it back.
+    // Move the axis last, run the row kernel, move it back (views, so gradients flow through).
     Array moved = x.transpose(a, last);
     SoftmaxOptions moved_options = options;
     if (options.mask.defined()) {
@@ -142,28 +198,34 @@ Array softmax_impl(ExecContext& ctx, const Array& x, int axis, const SoftmaxOpti
     }
     return contiguous(ctx, softmax_impl(ctx, moved, last, moved_options, log).transpose(a, last));
   }
-  const Array in = contiguous(ctx, detail::widen(ctx, x));
-  Array mask;
   if (options.mask.defined()) {
     detail::require_float(options.mask, name, "mask");
     detail::require_same_dtype(x, options.mask, name);
     const Dims shape = broadcast_shapes(options.mask.shape(), x.shape(), name);
     check(shape == x.shape(), name, "mask of shape ", options.mask.shape(), " does not broadcast to ", x.shape());
-    mask = detail::widen(ctx, options.mask).broadcast_to(x.shape());
   }
-  Array out = Array::empty(ctx, in.shape(), in.dtype());
-  detail::with_float_type(in.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    SoftmaxArgs<T> args;
-    args.scale = options.scale;
-    args.log = log;
-    args.causal = options.causal;
-    args.q_len = options.causal ? in.shape()[last - 1] : 1;
-    if (mask.defined()) args.mask = mask.cref<T>();
-    else args.mask.strides = Dims::filled(in.rank(), 0);
-    detail::float_kernels<T>(ctx).softmax(in.cref<T>(), args, out.data<T>(), ctx.threads());
-  });
-  return detail::narrow(ctx, out, x.dtype());
+  const Array& mask = options.mask;
+  auto widened_mask = [&](const Array& m) {
+    return m.defined() ? detail::widen(ctx, m).broadcast_to(x.shape()) : Array{};
+  };
+  if (!any_requires_grad({&x, &mask})) return softmax_rows(ctx, x, widened_mask(mask), options, log);
+  Array out = softmax_rows(ctx, x.detach(), widened_mask(mask.detach()), options, log);
+  // The VJP keeps the output (softmax's derivative is a function of it) and not the mask.
+  attach_grad_node(out, name, {x, mask},
+                   [y = out.detach(), x_dtype = x.dtype(), mask_shape = mask.shape(), mask_dtype = mask.dtype(),
+                    kept = SoftmaxOptions{options.scale, options.causal, Array{}},
+                    log](ExecContext& c, const Array& g, const std::vector<bool>& needs) {
+                     // x's gradient is the logits' times the scale (folded into the kernel when the
+                     // mask needs none: the same single rounding as the multiply).
+                     const Array gz = softmax_logits_grad(c, y, g, kept, log, needs[1] ? 1.0 : kept.scale);
+                     std::vector<Array> grads(2);
+                     if (needs[0])
+                       grads[0] =
+                           detail::narrow(c, needs[1] && kept.scale != 1.0 ? mul(c, gz, kept.scale) : gz, x_dtype);
+                     if (needs[1]) grads[1] = detail::narrow(c, sum_to(c, gz, mask_shape), mask_dtype);
+                     return grads;
+                   });
+  return out;
 }
 
 }  // namespace

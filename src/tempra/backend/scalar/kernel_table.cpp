@@ -7,10 +7,14 @@ namespace {
 template <class T>
 constexpr FloatKernels<T> scalar_float_kernels() {
   return FloatKernels<T>{
-      &scalar::unary<T>,    &scalar::binary<T>,   &scalar::where<T>,     &scalar::reduce<T>,
-      &scalar::argmax<T>,   &scalar::softmax<T>,  &scalar::gemm<T>,      &scalar::rms_norm<T>,
-      &scalar::layer_norm<T>, &scalar::rope<T>,   &scalar::attention<T>, &scalar::cross_entropy<T>,
-      &scalar::conv1d<T>,   &scalar::unary_grad<T>, &scalar::binary_grad<T>,
+      &scalar::unary<T>,         &scalar::binary<T>,          &scalar::where<T>,
+      &scalar::reduce<T>,        &scalar::argmax<T>,          &scalar::softmax<T>,
+      &scalar::gemm<T>,          &scalar::rms_norm<T>,        &scalar::layer_norm<T>,
+      &scalar::rope<T>,          &scalar::attention<T>,       &scalar::cross_entropy<T>,
+      &scalar::conv1d<T>,        &scalar::unary_grad<T>,      &scalar::binary_grad<T>,
+      &scalar::reduce_grad<T>,   &scalar::softmax_grad<T>,    &scalar::cross_entropy_grad<T>,
+      &scalar::rms_norm_grad<T>, &scalar::layer_norm_grad<T>, &scalar::attention_grad<T>,
+      &scalar::conv1d_grad<T>,
   };
 }
 

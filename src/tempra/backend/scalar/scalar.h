@@ -64,4 +64,27 @@ void cross_entropy(const T* logits, int64_t rows, int64_t classes, const int64_t
 template <class T>
 void conv1d(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool& pool);
 
+// ---- backward kernels (the VJPs' arithmetic; contracts in kernels.h) ----
+template <class T>
+void reduce_grad(ReduceOp op, const T* x, const T* out, const T* g, int64_t outer, int64_t n, int64_t inner,
+                 int64_t correction, T* gx, ThreadPool& pool);
+template <class T>
+void softmax_grad(const T* y, const T* g, int64_t rows, int64_t n, const SoftmaxArgs<T>& args, double grad_scale, T* gz,
+                  ThreadPool& pool);
+template <class T>
+void cross_entropy_grad(const T* logits, int64_t rows, int64_t classes, const int64_t* targets, int64_t ignore_index,
+                        const T* g, T* gx, ThreadPool& pool);
+template <class T>
+void rms_norm_grad(const T* x, const T* weight, const T* g, int64_t rows, int64_t n, double eps, T* gx, T* gw,
+                   T* scratch, ThreadPool& pool);
+template <class T>
+void layer_norm_grad(const T* x, const T* weight, const T* g, int64_t rows, int64_t n, double eps, T* gx, T* gw, T* gb,
+                     T* scratch, ThreadPool& pool);
+template <class T>
+void attention_grad(const T* q, const T* k, const T* v, const T* out, const T* g, const AttentionShape& shape,
+                    TensorRef<const T> mask, bool causal, double scale, T* scores, T* gq, T* gk, T* gv,
+                    ThreadPool& pool);
+template <class T>
+void conv1d_grad(const T* x, const T* w, const T* g, const Conv1dShape& shape, T* gx, T* gw, T* gb, ThreadPool& pool);
+
 }  // namespace tempra::scalar
