@@ -4,6 +4,8 @@
 // tensors, metadata with escapes), the committed goldens of tools/gen_goldens.py (written by
 // hand from the format description, so an independent writer), and one test per corruption:
 // each must throw a tempra::Error naming the file and the field, never crash.
+#include "tempra/io/safetensors.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,7 +18,6 @@
 #include "tempra/core/error.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/core/storage.h"
-#include "tempra/io/safetensors.h"
 #include "tempra/quant/formats.h"
 
 namespace tempra::io {
@@ -200,14 +201,14 @@ TEST(Safetensors, rejects_trailing_bytes_after_the_last_tensor) {
 
 TEST(Safetensors, rejects_overlapping_tensors) {
   expect_rejected(
-      R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
-      4, {"tensor 'b'", "overlap tensor 'a'"});
+      R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})", 4,
+      {"tensor 'b'", "overlap tensor 'a'"});
 }
 
 TEST(Safetensors, rejects_a_hole_between_tensors) {
   expect_rejected(
-      R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[3,5]}})",
-      5, {"tensor 'b'", "leave a hole"});
+      R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[3,5]}})", 5,
+      {"tensor 'b'", "leave a hole"});
 }
 
 TEST(Safetensors, rejects_a_shape_that_does_not_match_the_byte_span) {
@@ -226,7 +227,8 @@ TEST(Safetensors, rejects_an_unknown_dtype_and_names_an_unsupported_one) {
 }
 
 TEST(Safetensors, rejects_negative_fractional_and_overflowing_extents) {
-  expect_rejected(R"({"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,0]}})", 0, {"shape[0] must be a non-negative integer"});
+  expect_rejected(R"({"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,0]}})", 0,
+                  {"shape[0] must be a non-negative integer"});
   expect_rejected(R"({"w":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}})", 1, {"must be an integer"});
   expect_rejected(R"({"w":{"dtype":"U8","shape":[99999999999999999999],"data_offsets":[0,1]}})", 1,
                   {"does not fit in 64 bits"});
@@ -236,12 +238,12 @@ TEST(Safetensors, rejects_negative_fractional_and_overflowing_extents) {
 
 TEST(Safetensors, rejects_missing_unknown_and_duplicate_fields) {
   expect_rejected(R"({"w":{"dtype":"U8","shape":[1]}})", 1, {"tensor 'w': missing field 'data_offsets'"});
-  expect_rejected(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})", 1,
-                  {"unknown field 'extra'"});
+  expect_rejected(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})", 1, {"unknown field 'extra'"});
   expect_rejected(R"({"w":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1,
                   {"has the key 'dtype' twice"});
-  expect_rejected(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}})",
-                  1, {"has the key 'w' twice"});
+  expect_rejected(
+      R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}})", 1,
+      {"has the key 'w' twice"});
   expect_rejected(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", 1, {"exactly 2 integers"});
 }
 
@@ -259,7 +261,8 @@ TEST(Safetensors, rejects_non_string_metadata_values) {
 }
 
 TEST(Safetensors, accepts_space_padding_and_unicode_escapes) {
-  const auto bytes = make_file(R"({"__metadata__":{"k":"\u00e9\ud83d\ude00"},"w":{"dtype":"U8","shape":[],"data_offsets":[0,1]}}   )", 1);
+  const auto bytes = make_file(
+      R"({"__metadata__":{"k":"\u00e9\ud83d\ude00"},"w":{"dtype":"U8","shape":[],"data_offsets":[0,1]}}   )", 1);
   const SafetensorsFile f = parse_bytes(bytes);
   EXPECT_EQ(f.metadata().at("k"), "\xc3\xa9\xf0\x9f\x98\x80");
   EXPECT_EQ(f.tensor("w").rank(), 0);

@@ -7,6 +7,8 @@
 // mismatched checkpoint throws an error naming the file and the field, and leaves the live
 // parameters, optimizer state and RNG bit-identical to before. (The fresh-process form of the
 // resume test is tests/apps' spirals tests.)
+#include "tempra/optim/checkpoint.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,7 +26,6 @@
 #include "tempra/ops/ops.h"
 #include "tempra/optim/adamw.h"
 #include "tempra/optim/apollo.h"
-#include "tempra/optim/checkpoint.h"
 #include "tempra/optim/muon.h"
 #include "tempra/optim/schedule.h"
 #include "tempra/optim/sgd.h"
@@ -40,8 +41,8 @@ fs::path temp_path(const std::string& name) {
   return dir / name;
 }
 
-const std::vector<std::pair<std::string, Dims>> kShapes{{"fc1.weight", {6, 3}}, {"fc1.bias", {6}},
-                                                         {"fc2.weight", {2, 6}}, {"fc2.bias", {2}}};
+const std::vector<std::pair<std::string, Dims>> kShapes{
+    {"fc1.weight", {6, 3}}, {"fc1.bias", {6}}, {"fc2.weight", {2, 6}}, {"fc2.bias", {2}}};
 
 using Factory = std::function<std::unique_ptr<Optimizer>(const std::vector<Param>&)>;
 
@@ -52,7 +53,9 @@ std::vector<std::pair<std::string, Factory>> factories() {
   };
   return {
       {"sgd_momentum",
-       [](const std::vector<Param>& p) { return std::make_unique<Sgd>(p, 0.05, SgdOptions{0.9, 0.0, true}, 1e-3); }},
+       [](const std::vector<Param>& p) {
+         return std::make_unique<Sgd>(p, 0.05, SgdOptions{0.9, 0.0, true}, 1e-3);
+       }},
       {"adamw", [](const std::vector<Param>& p) { return std::make_unique<AdamW>(p, 1e-2); }},
       {"muon",
        [=](const std::vector<Param>& p) {
@@ -177,7 +180,8 @@ TEST(Checkpoint, parameters_only_load_ignores_the_optimizer_state) {
   ExecContext other(ExecOptions{.seed = 2});
   TrainingRun fresh(other, factories()[1].second);
   load_checkpoint(other, path, fresh.params, nullptr);
-  for (size_t i = 0; i < run.params.size(); ++i) EXPECT_EQ(bytes_of(fresh.params[i].value), bytes_of(run.params[i].value));
+  for (size_t i = 0; i < run.params.size(); ++i)
+    EXPECT_EQ(bytes_of(fresh.params[i].value), bytes_of(run.params[i].value));
   EXPECT_EQ(fresh.opt->step_count(), 0);
 }
 
@@ -271,8 +275,8 @@ TEST(Checkpoint, a_missing_or_extra_parameter_is_rejected_and_the_model_untouche
   const std::vector<std::pair<std::string, Dims>> renamed{
       {"fc1.weight", {6, 3}}, {"fc1.b", {6}}, {"fc2.weight", {2, 6}}, {"fc2.bias", {2}}};
   expect_rejected_untouched(path, "has no tensor 'fc1.b' for parameter 'fc1.b'", 1, &renamed);
-  const std::vector<std::pair<std::string, Dims>> fewer{{"fc1.weight", {6, 3}}, {"fc1.bias", {6}},
-                                                        {"fc2.weight", {2, 6}}};
+  const std::vector<std::pair<std::string, Dims>> fewer{
+      {"fc1.weight", {6, 3}}, {"fc1.bias", {6}}, {"fc2.weight", {2, 6}}};
   expect_rejected_untouched(path, "holds tensor 'fc2.bias', which is not a parameter of the model", 1, &fewer);
 }
 
