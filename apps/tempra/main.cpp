@@ -13,8 +13,11 @@
 
 #include "args.h"
 #include "build_info.h"
+#include "chat.h"
+#include "generate.h"
 #include "info.h"
 #include "quantize.h"
+#include "tokenize.h"
 
 namespace {
 
@@ -60,6 +63,9 @@ const std::vector<Subcommand>& subcommands() {
                         {.name = "output", .help = "the .gguf to write (via a temporary file)"},
                         {.name = "type", .help = "one of " + tempra::app::file_type_names()}}},
        tempra::app::run_quantize},
+      {tempra::app::generate_command(), tempra::app::run_generate},
+      {tempra::app::chat_command(), tempra::app::run_chat},
+      {tempra::app::tokenize_command(), tempra::app::run_tokenize},
   };
   return table;
 }

@@ -1,0 +1,337 @@
+// apps/tempra/llm_cli.cpp: see llm_cli.h.
+#include "llm_cli.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "tempra/core/error.h"
+
+namespace tempra::app {
+namespace {
+
+using cli::Kind;
+
+std::string nonempty_string(const io::GgufMetadata& m, std::string_view key) {
+  const io::GgufValue* v = m.find(key);
+  return v != nullptr && v->is<std::string>() ? std::get<std::string>(v->value) : std::string();
+}
+
+}  // namespace
+
+cli::Option model_option() {
+  return {.spellings = {"-m", "--model"},
+          .kind = Kind::String,
+          .help = "the Qwen3 .gguf model",
+          .required = true,
+          .metavar = "FILE"};
+}
+
+std::vector<cli::Option> session_option_rows() {
+  return {
+      {.spellings = {"-c", "--ctx-size"},
+       .kind = Kind::Int,
+       .help = "context size in tokens; 0: the model's (capped at its context length)",
+       .default_value = "4096"},
+      {.spellings = {"-t", "--threads"},
+       .kind = Kind::Int,
+       .help = "threads; 0: TEMPRA_THREADS or the physical cores",
+       .default_value = "0"},
+      {.spellings = {"-b", "--batch-size"},
+       .kind = Kind::Int,
+       .help = "prompt tokens per forward pass",
+       .default_value = "512"},
+      {.spellings = {"--cache-type"},
+       .kind = Kind::String,
+       .help = "KV cache type: f16, f32 or q8_0",
+       .default_value = "f16",
+       .metavar = "TYPE"},
+      {.spellings = {"-ngl", "--n-gpu-layers", "--gpu-layers"},
+       .kind = Kind::String,
+       .help = "accepted for llama.cpp compatibility and ignored (CPU engine)",
+       .metavar = "N"},
+      {.spellings = {"-fa", "--flash-attn"},
+       .kind = Kind::String,
+       .help = "on|off|auto: accepted for llama.cpp compatibility and ignored",
+       .metavar = "MODE"},
+  };
+}
+
+std::vector<cli::Option> sampling_option_rows() {
+  return {
+      {.spellings = {"-n", "--n-predict", "--predict"},
+       .kind = Kind::Int,
+       .help = "tokens to generate; -1: until end of generation or a full context",
+       .default_value = "-1"},
+      {.spellings = {"-s", "--seed"},
+       .kind = Kind::Int,
+       .help = "sampling seed; -1: a random one (printed)",
+       .default_value = "-1"},
+      {.spellings = {"--temp", "--temperature"},
+       .kind = Kind::Float,
+       .help = "temperature; 0: greedy (ties to the lowest id)",
+       .default_value = "0.8"},
+      {.spellings = {"--top-k"}, .kind = Kind::Int, .help = "top-k; 0: off", .default_value = "40"},
+      {.spellings = {"--top-p"}, .kind = Kind::Float, .help = "top-p; 1: off", .default_value = "0.95"},
+      {.spellings = {"--min-p"}, .kind = Kind::Float, .help = "min-p; 0: off", .default_value = "0.05"},
+      {.spellings = {"--repeat-penalty"},
+       .kind = Kind::Float,
+       .help = "repetition penalty; 1: off",
+       .default_value = "1.0"},
+      {.spellings = {"--repeat-last-n"},
+       .kind = Kind::Int,
+       .help = "tokens the penalties look back over; 0: none, -1: the whole context",
+       .default_value = "64"},
+      {.spellings = {"--presence-penalty"},
+       .kind = Kind::Float,
+       .help = "presence penalty; 0: off",
+       .default_value = "0.0"},
+      {.spellings = {"--frequency-penalty"},
+       .kind = Kind::Float,
+       .help = "frequency penalty; 0: off",
+       .default_value = "0.0"},
+      {.spellings = {"--stop"},
+       .kind = Kind::StringList,
+       .help = "stop at this text (never printed)",
+       .metavar = "TEXT"},
+  };
+}
+
+LoadedModel load_model(const cli::Args& args) {
+  const std::string& path = args.string("--model");
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
+  if (tty) std::cerr << "loading " << path << " ..." << std::flush;
+  const auto start = std::chrono::steady_clock::now();
+  io::GgufModel gguf = io::GgufModel::open(path);
+  llm::Qwen3Model model = llm::Qwen3Model::load(gguf);
+  llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
+  check(tokenizer.size() <= model.config().n_vocab, "model", path, ": the tokenizer has ", tokenizer.size(),
+        " tokens but the embedding has ", model.config().n_vocab, " rows");
+  std::string chat_template = nonempty_string(gguf.metadata(), "tokenizer.chat_template");
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const llm::Qwen3Config& c = model.config();
+  if (tty) std::cerr << "\r\033[K";
+  std::fprintf(stderr,
+               "loaded %s: qwen3, %d layers, hidden %lld, %lld/%lld heads, vocab %lld, context %lld (%.0f ms)\n",
+               path.c_str(), c.n_layer, static_cast<long long>(c.n_embd), static_cast<long long>(c.n_head),
+               static_cast<long long>(c.n_head_kv), static_cast<long long>(c.n_vocab),
+               static_cast<long long>(c.context_length), ms);
+  return LoadedModel{std::move(gguf), std::move(model), std::move(tokenizer), std::move(chat_template)};
+}
+
+llm::Tokenizer load_tokenizer(const std::string& path) {
+  const io::GgufModel gguf = io::GgufModel::open(path);
+  return llm::Tokenizer::from_gguf(gguf.metadata());
+}
+
+ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::ChatMessage>& messages, bool no_think) {
+  llm::ChatTemplateOptions options;
+  options.add_generation_prompt = true;
+  if (no_think) options.enable_thinking = false;
+  const llm::Tokenizer& t = model.tokenizer;
+  if (t.bos() >= 0) options.bos_token = t.text(t.bos());
+  if (t.eos() >= 0) options.eos_token = t.text(t.eos());
+  ChatPrompt out;
+  if (model.chat_template.empty()) {
+    out.text = llm::render_chatml(messages, true);
+    out.warning = "the model has no chat template; using ChatML";
+  } else {
+    llm::RenderedChat r = llm::render_chat_or_chatml(model.chat_template, messages, options);
+    out.text = std::move(r.prompt);
+    out.warning = std::move(r.warning);
+  }
+  // ChatML (and any template) can leave thinking open or closed; the last tag decides.
+  const size_t open = out.text.rfind("<think>"), close = out.text.rfind("</think>");
+  out.ends_in_thinking = open != std::string::npos && (close == std::string::npos || close < open);
+  return out;
+}
+
+void note_ignored_gpu_options(const cli::Args& args) {
+  if (args.given("-ngl")) std::cerr << "note: -ngl/--n-gpu-layers ignored: tempra runs on the CPU\n";
+  if (args.given("-fa")) {
+    const std::string& v = args.string("-fa");
+    if (v != "on" && v != "off" && v != "auto")
+      throw cli::UsageError("-fa/--flash-attn takes on, off or auto, got '" + v + "'");
+    std::cerr << "note: -fa/--flash-attn ignored: tempra has one attention path\n";
+  }
+}
+
+ExecOptions exec_options(const cli::Args& args) {
+  const int64_t threads = args.integer("--threads");
+  if (threads < 0 || threads > 1024)
+    throw cli::UsageError("-t/--threads must be in [0, 1024], got " + std::to_string(threads));
+  return ExecOptions{.threads = static_cast<int>(threads)};
+}
+
+llm::Qwen3SessionOptions session_options(const cli::Args& args, const llm::Qwen3Config& config) {
+  llm::Qwen3SessionOptions o;
+  const int64_t ctx = args.integer("--ctx-size");
+  if (ctx < 0) throw cli::UsageError("-c/--ctx-size must be >= 0, got " + std::to_string(ctx));
+  o.context = ctx == 0 ? config.context_length : std::min(ctx, config.context_length);
+  if (args.given("--ctx-size") && ctx > config.context_length)
+    std::cerr << "note: -c " << ctx << " exceeds the model's context length; using " << config.context_length << "\n";
+  const int64_t batch = args.integer("--batch-size");
+  if (batch < 1) throw cli::UsageError("-b/--batch-size must be >= 1, got " + std::to_string(batch));
+  o.batch = batch;
+  const std::string& type = args.string("--cache-type");
+  if (type == "f16")
+    o.cache_type = llm::KvCacheType::f16;
+  else if (type == "f32")
+    o.cache_type = llm::KvCacheType::f32;
+  else if (type == "q8_0")
+    o.cache_type = llm::KvCacheType::q8_0;
+  else
+    throw cli::UsageError("--cache-type takes f16, f32 or q8_0, got '" + type + "'");
+  return o;
+}
+
+llm::GenerateOptions generate_options(const cli::Args& args) {
+  llm::GenerateOptions o;
+  const int64_t n = args.integer("--n-predict");
+  if (n < -1) throw cli::UsageError("-n/--n-predict must be >= -1, got " + std::to_string(n));
+  o.max_new_tokens = n;
+  o.stop = args.strings("--stop");
+  o.batch = args.integer("--batch-size");
+  llm::SamplerParams& s = o.sampling;
+  s.temperature = static_cast<float>(args.number("--temp"));
+  const int64_t top_k = args.integer("--top-k");
+  if (top_k < 0 || top_k > INT32_MAX) throw cli::UsageError("--top-k must be >= 0, got " + std::to_string(top_k));
+  s.top_k = static_cast<int32_t>(top_k);
+  s.top_p = static_cast<float>(args.number("--top-p"));
+  if (!(s.top_p >= 0 && s.top_p <= 1)) throw cli::UsageError("--top-p must be in [0, 1]");
+  s.min_p = static_cast<float>(args.number("--min-p"));
+  if (!(s.min_p >= 0 && s.min_p <= 1)) throw cli::UsageError("--min-p must be in [0, 1]");
+  s.repeat_penalty = static_cast<float>(args.number("--repeat-penalty"));
+  if (!(s.repeat_penalty > 0)) throw cli::UsageError("--repeat-penalty must be > 0");
+  const int64_t last_n = args.integer("--repeat-last-n");
+  if (last_n < -1 || last_n > INT32_MAX)
+    throw cli::UsageError("--repeat-last-n must be >= -1, got " + std::to_string(last_n));
+  s.repeat_last_n = static_cast<int32_t>(last_n);
+  s.presence_penalty = static_cast<float>(args.number("--presence-penalty"));
+  s.frequency_penalty = static_cast<float>(args.number("--frequency-penalty"));
+  const int64_t seed = args.integer("--seed");
+  if (seed < -1) throw cli::UsageError("-s/--seed must be >= -1, got " + std::to_string(seed));
+  if (seed == -1) {
+    s.seed = std::random_device{}();
+    std::cerr << "seed: " << s.seed << "\n";
+  } else {
+    s.seed = static_cast<uint64_t>(seed);
+  }
+  return o;
+}
+
+std::vector<int32_t> parse_ids(std::string_view text, std::string_view option) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  auto skip = [&] {
+    while (i < text.size() &&
+           (text[i] == ' ' || text[i] == ',' || text[i] == '\t' || text[i] == '\n' || text[i] == '[' || text[i] == ']'))
+      ++i;
+  };
+  for (skip(); i < text.size(); skip()) {
+    int32_t id = 0;
+    const auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), id);
+    const size_t used = static_cast<size_t>(end - (text.data() + i));
+    if (ec != std::errc() || id < 0 ||
+        (i + used < text.size() && std::string_view(" ,\t\n]").find(text[i + used]) == std::string_view::npos)) {
+      size_t stop = i;
+      while (stop < text.size() && std::string_view(" ,\t\n[]").find(text[stop]) == std::string_view::npos) ++stop;
+      throw cli::UsageError(std::string(option) + ": '" + std::string(text.substr(i, stop - i)) +
+                            "' is not a token id (expected comma-separated non-negative integers)");
+    }
+    ids.push_back(id);
+    i += used;
+  }
+  if (ids.empty()) throw cli::UsageError(std::string(option) + ": no token ids given");
+  return ids;
+}
+
+std::string format_ids(const std::vector<int32_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out.append(", ");
+    out.append(std::to_string(ids[i]));
+  }
+  return out + "]";
+}
+
+std::optional<size_t> invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0, min = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1Fu, min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0Fu, min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07u, min = 0x10000;
+    } else {
+      return i;
+    }
+    if (i + len > s.size()) return i;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += len;
+  }
+  return std::nullopt;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), "read", path, ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  check(!in.bad(), "read", path, ": read error");
+  return text.str();
+}
+
+void print_timings(std::ostream& out, const llm::GenerationTimings& t) {
+  auto line = [&](const char* label, double ms, int64_t n) {
+    char buf[200];
+    const double per_token = n > 0 ? ms / double(n) : 0.0;
+    const double per_second = ms > 0 ? 1e3 * double(n) / ms : 0.0;
+    std::snprintf(buf, sizeof buf, "%s = %10.2f ms / %5lld tokens (%8.2f ms per token, %8.2f tokens per second)\n",
+                  label, ms, static_cast<long long>(n), per_token, per_second);
+    out << buf;
+  };
+  line("prompt eval time", t.prompt_ms, t.prompt_tokens);
+  line("       eval time", t.eval_ms, t.eval_tokens);
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "      total time = %10.2f ms / %5lld tokens\n", t.total_ms,
+                static_cast<long long>(t.prompt_tokens + t.eval_tokens));
+  out << buf << std::flush;
+}
+
+PrefillProgress::PrefillProgress(int64_t batch) : tty_(::isatty(STDERR_FILENO) == 1), batch_(batch) {}
+
+void PrefillProgress::operator()(int64_t done, int64_t total) {
+  if (total <= batch_) return;
+  if (tty_) {
+    constexpr int64_t kWidth = 24;
+    const int64_t filled = done * kWidth / total;
+    std::cerr << "\r\033[K[" << std::string(size_t(filled), '#') << std::string(size_t(kWidth - filled), '.')
+              << "] prompt " << done << '/' << total << (done == total ? "\r\033[K" : "") << std::flush;
+  } else {
+    std::cerr << "prompt " << done << '/' << total << "\n";
+  }
+}
+
+}  // namespace tempra::app
