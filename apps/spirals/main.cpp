@@ -131,9 +131,8 @@ class Progress {
     last_ = now;
     const double seconds = std::chrono::duration<double>(now - start_).count();
     const double rate = seconds > 0 ? static_cast<double>(steps_this_run) / seconds : 0.0;
-    std::printf("%s  %-12s step %5" PRId64 "/%-5" PRId64 "  loss %.4f  acc %5.1f%%  %6.0f steps/s%s",
-                tty_ ? "\r" : "", name_.c_str(), step, total_, e.loss, 100 * e.accuracy, rate,
-                tty_ ? (last ? "\n" : "\x1b[K") : "\n");
+    std::printf("%s  %-12s step %5" PRId64 "/%-5" PRId64 "  loss %.4f  acc %5.1f%%  %6.0f steps/s%s", tty_ ? "\r" : "",
+                name_.c_str(), step, total_, e.loss, 100 * e.accuracy, rate, tty_ ? (last ? "\n" : "\x1b[K") : "\n");
     std::fflush(stdout);
   }
 
@@ -244,8 +243,8 @@ int main(int argc, char** argv) {
 
     // Bit-exact resume: K steps, save, load into a freshly built trainer, N - K more steps.
     const int64_t k = o.steps * 2 / 5;
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("spirals-adamw-" + std::to_string(::getpid()) + "-step" + std::to_string(k) + ".safetensors"))
+    const std::string path = (std::filesystem::temp_directory_path() / ("spirals-adamw-" + std::to_string(::getpid()) +
+                                                                        "-step" + std::to_string(k) + ".safetensors"))
                                  .string();
     uint64_t resumed_hash = 0;
     {
@@ -260,8 +259,8 @@ int main(int argc, char** argv) {
     std::remove(path.c_str());
     const uint64_t straight_hash = adamw ? adamw->params_hash() : 0;
     const bool same = resumed_hash == straight_hash;
-    std::printf("\nresume check (adamw): %" PRId64 " steps straight %016" PRIx64 ", %" PRId64
-                " + checkpoint + %" PRId64 " steps %016" PRIx64 ": %s\n",
+    std::printf("\nresume check (adamw): %" PRId64 " steps straight %016" PRIx64 ", %" PRId64 " + checkpoint + %" PRId64
+                " steps %016" PRIx64 ": %s\n",
                 o.steps, straight_hash, k, o.steps - k, resumed_hash, same ? "bit-identical" : "DIFFERENT");
 
     if (adamw) show_inference(*adamw, test_set);

@@ -72,7 +72,7 @@ Mlp Mlp::init(ExecContext& ctx, int64_t hidden) {
 }
 
 std::vector<optim::Param> Mlp::params() const {
-  return {{"fc1.weight", w1.array()}, {"fc1.bias", b1.array()}, {"fc2.weight", w2.array()},
+  return {{"fc1.weight", w1.array()}, {"fc1.bias", b1.array()},   {"fc2.weight", w2.array()},
           {"fc2.bias", b2.array()},   {"out.weight", w3.array()}, {"out.bias", b3.array()}};
 }
 
@@ -81,6 +81,10 @@ Tensor<batch, cls> forward(ExecContext& ctx, const Mlp& m, const Tensor<batch, i
   auto a1 = tanh(ctx, add(ctx, x.dot<in>(ctx, m.w1), m.b1));   // Tensor<batch, h1>
   auto a2 = tanh(ctx, add(ctx, a1.dot<h1>(ctx, m.w2), m.b2));  // Tensor<batch, h2>
   return add(ctx, a2.dot<h2>(ctx, m.w3), m.b3);                // Tensor<batch, cls>
+}
+
+Array loss(ExecContext& ctx, const Tensor<batch, cls>& logits, const Array& labels) {
+  return tempra::cross_entropy(ctx, logits.array(), labels);
 }
 
 const std::vector<std::string>& optimizer_names() {
@@ -110,8 +114,8 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name, const 
     projected.rank = 8;
     projected.update_proj_gap = 100;
     projected.seed = 17;
-    return std::make_unique<optim::Apollo>(std::vector<optim::Group<optim::ApolloOptions>>{
-        {hidden, 1e-2, 1e-4, projected}, {rest, 1e-2, 1e-4, {}}});
+    return std::make_unique<optim::Apollo>(
+        std::vector<optim::Group<optim::ApolloOptions>>{{hidden, 1e-2, 1e-4, projected}, {rest, 1e-2, 1e-4, {}}});
   }
   std::string choices;
   for (const auto& n : optimizer_names()) choices += (choices.empty() ? "" : ", ") + n;
@@ -158,15 +162,6 @@ double accuracy(const Tensor<batch, cls>& logits, const Array& y) {
   return static_cast<double>(right) / static_cast<double>(y.numel());
 }
 
-// cross_entropy for 2 classes, mean softplus((1 - 2y) * (l1 - l0)), written with ops that record
-// their VJPs. TEMPORARY: tempra::cross_entropy replaces it once its VJP lands (ops/neural.cpp).
-Array two_class_cross_entropy(ExecContext& ctx, const Array& logits, const Array& y) {
-  Array sign = Array::empty(ctx, {y.numel()}, DType::f32);
-  for (int64_t i = 0; i < y.numel(); ++i) sign.data<float>()[i] = y.data<int32_t>()[i] ? -1.f : 1.f;
-  Array d = tempra::sub(ctx, logits.select(1, 1), logits.select(1, 0));
-  return tempra::mean(ctx, tempra::softplus(ctx, tempra::mul(ctx, d, sign)), 0);
-}
-
 }  // namespace
 
 Evaluation Trainer::step() {
@@ -180,11 +175,11 @@ Evaluation Trainer::step() {
     return static_cast<int64_t>(CounterRng::bits(stream, first + static_cast<uint64_t>(i)) % n);
   });
   const Tensor<batch, cls> logits = forward(ctx_, model_, b.x);
-  const Array loss = two_class_cross_entropy(ctx_, logits.array(), b.y);
-  tempra::ag::backward(ctx_, loss);
+  const Array l = loss(ctx_, logits, b.y);
+  tempra::ag::backward(ctx_, l);
   optimizer_->step(ctx_);
   optimizer_->zero_grad();
-  return {loss.at({}), accuracy(logits, b.y)};
+  return {l.at({}), accuracy(logits, b.y)};
 }
 
 Evaluation Trainer::evaluate(const Dataset& data) {
@@ -207,8 +202,9 @@ std::vector<float> Trainer::predict(const std::vector<float>& xy) {
 }
 
 void Trainer::save(const std::string& path) {
-  optim::save_checkpoint(ctx_, path, model_.params(), optimizer_.get(), schedule_,
-                         {{"spirals.optimizer", kind_}, {"spirals.total_steps", std::to_string(schedule_.total_steps)}});
+  optim::save_checkpoint(
+      ctx_, path, model_.params(), optimizer_.get(), schedule_,
+      {{"spirals.optimizer", kind_}, {"spirals.total_steps", std::to_string(schedule_.total_steps)}});
 }
 
 void Trainer::load(const std::string& path) {

@@ -28,8 +28,8 @@ namespace spirals {
 TEMPRA_AXES(batch, in, h1, h2, cls);
 
 struct Dataset {
-  std::vector<float> x;      // [n, 2]
-  std::vector<int32_t> y;    // [n]: 0 or 1
+  std::vector<float> x;    // [n, 2]
+  std::vector<int32_t> y;  // [n]: 0 or 1
   int64_t size() const { return static_cast<int64_t>(y.size()); }
 };
 
@@ -50,6 +50,8 @@ struct Mlp {
 };
 
 tempra::Tensor<batch, cls> forward(tempra::ExecContext& ctx, const Mlp& m, const tempra::Tensor<batch, in>& x);
+// The training loss: mean cross-entropy of the logits against i32 labels [batch].
+tempra::Array loss(tempra::ExecContext& ctx, const tempra::Tensor<batch, cls>& logits, const tempra::Array& labels);
 
 // The optimizers the demo compares: "sgd", "sgd-momentum", "adamw", "muon", "apollo".
 const std::vector<std::string>& optimizer_names();
