@@ -211,6 +211,9 @@ TEST(Optimizer, load_scalar_state_rejects_missing_or_bad_keys_and_changes_nothin
   values = run.opt->scalar_state();
   values["step"] = 2.5;
   EXPECT_THROW(run.opt->load_scalar_state(values), Error);
+  values = original;
+  values["group.1.lr"] = -1e-3;
+  EXPECT_THROW(run.opt->load_scalar_state(values), Error);
   EXPECT_EQ(run.opt->step_count(), 2);
   EXPECT_EQ(run.opt->scalar_state(), original);
 }

@@ -9,7 +9,7 @@
 // eps is added outside the square root, after bias correction, as torch does. State:
 // "adamw.exp_avg.<name>", "adamw.exp_avg_sq.<name>" and, for groups with amsgrad,
 // "adamw.max_exp_avg_sq.<name>".
-// Parity: tests/optim/sgd_adamw_test.cpp against torch.optim.AdamW (tools/gen_optim_goldens.py).
+// Parity: tests/optim/golden_parity_test.cpp against torch.optim.AdamW (tools/gen_optim_goldens.py).
 #pragma once
 
 #include <vector>

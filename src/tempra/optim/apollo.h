@@ -27,7 +27,7 @@
 // regenerates it and the checkpoint carries only the seed (an option) and the step counts.
 // State: "apollo.exp_avg.<name>", "apollo.exp_avg_sq.<name>" ([m, rank], [rank, n] or the param's
 // shape when unprojected) and the scalar "apollo.scaled_grad_norm.<name>" (the limiter's q).
-// Parity: tests/optim/muon_apollo_test.cpp against the float64 reference implementation in
+// Parity: tests/optim/golden_parity_test.cpp against the float64 reference implementation in
 // tools/gen_optim_goldens.py.
 #pragma once
 

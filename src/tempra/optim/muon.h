@@ -20,7 +20,7 @@
 // matrices in Muon groups; embeddings, heads, gains and biases in AdamW groups.
 // State: "muon.momentum_buffer.<name>" for Muon params; "muon.exp_avg.<name>" and
 // "muon.exp_avg_sq.<name>" for AdamW params.
-// Parity: tests/optim/muon_apollo_test.cpp against the float64 reference implementation in
+// Parity: tests/optim/golden_parity_test.cpp against the float64 reference implementation in
 // tools/gen_optim_goldens.py.
 #pragma once
 

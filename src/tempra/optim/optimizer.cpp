@@ -1,6 +1,7 @@
 // tempra/optim/optimizer.cpp: the Optimizer base: validation, the step loop, state registry.
 #include "tempra/optim/optimizer.h"
 
+#include <cmath>
 #include <set>
 
 #include "tempra/core/error.h"
@@ -111,6 +112,11 @@ void Optimizer::load_scalar_state(const std::map<std::string, double>& values) {
     return static_cast<int64_t>(v);
   };
   const int64_t step = integer("step");
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string key = "group." + std::to_string(g) + ".lr";
+    const double lr = values.at(key);
+    check(std::isfinite(lr) && lr >= 0, name_, "scalar state ", key, " must be a finite lr >= 0, got ", lr);
+  }
   std::vector<int64_t> param_steps(flat_.size());
   for (size_t i = 0; i < flat_.size(); ++i) param_steps[i] = integer(name_ + ".step." + flat_[i].param.name);
   step_count_ = step;

@@ -8,7 +8,7 @@
 //   p = p - lr * d
 // nesterov needs momentum > 0 and dampening == 0, as in torch. State: "sgd.momentum_buffer.<name>"
 // (allocated for every param, used only when its group's momentum is non-zero).
-// Parity: tests/optim/sgd_adamw_test.cpp against torch.optim.SGD (tools/gen_optim_goldens.py).
+// Parity: tests/optim/golden_parity_test.cpp against torch.optim.SGD (tools/gen_optim_goldens.py).
 #pragma once
 
 #include <vector>
