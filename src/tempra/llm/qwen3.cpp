@@ -161,11 +161,17 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
       for (int64_t r = first; r < last; ++r) partner->quantize_row(x + r * k, xq + size_t(r) * x_row, k);
     });
     const auto* wp = static_cast<const uint8_t*>(w.raw_data());
-    // One output element per index, one dot each: any split gives the same bits.
-    ctx.threads().parallel_for(m * n, 1 + 4096 / (k + 1), [&](int64_t first, int64_t last) {
-      for (int64_t i = first; i < last; ++i) {
-        const int64_t r = i / n, j = i % n;
-        y[i] = dot->dot(k, wp + size_t(j) * w_row, xq + size_t(r) * x_row);
+    // A task is a block of kWeightRows weight rows against every activation row: the block
+    // (~17 KiB of Q8_0 at k = 1024) stays in L1 while the activations stream past it, so a
+    // prompt of m rows reads the weights from memory once, not m times. Each output element is
+    // still one dot with one owner: any split, any blocking gives the same bits.
+    constexpr int64_t kWeightRows = 16;
+    const int64_t blocks = (n + kWeightRows - 1) / kWeightRows;
+    ctx.threads().parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
+      for (int64_t j0 = first * kWeightRows; j0 < std::min(n, last * kWeightRows); j0 += kWeightRows) {
+        const int64_t j1 = std::min(n, j0 + kWeightRows);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = j0; j < j1; ++j) y[r * n + j] = dot->dot(k, wp + size_t(j) * w_row, xq + size_t(r) * x_row);
       }
     });
   }
