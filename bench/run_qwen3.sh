@@ -61,7 +61,7 @@ for w in $WHAT; do
       if [ ! -f "$text" ]; then
         files=$(find /usr/share/common-licenses -maxdepth 1 -type f | sort)
         # shellcheck disable=SC2086
-        for _ in 1 2 3 4; do cat $files; done | head -c 1048576 > "$text"
+        for _ in 1 2 3 4 5 6; do cat $files; done | head -c 1048576 > "$text"
       fi
       echo "## tokenizer, $(wc -c < "$text") bytes; load: $(uptime | sed 's/.*load/load/')"
       "$BENCH" tokenize "$path" "$text" --reps 5
