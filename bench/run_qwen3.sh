@@ -21,17 +21,19 @@ TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_K_M Q6_K"}
 WHAT=${*:-speed rss tokenize}
 BENCH="$BUILD/bench/qwen3_bench"
 TEMPRA="$BUILD/bin/tempra"
-for b in "$BENCH" "$TEMPRA"; do
-  if [ ! -x "$b" ]; then
-    echo "run_qwen3.sh: $b not found (configure with -DTEMPRA_BUILD_BENCH=ON and build qwen3_bench tempra)" >&2
-    exit 1
-  fi
-done
+if [ ! -x "$BENCH" ]; then
+  echo "run_qwen3.sh: $BENCH not found (configure with -DTEMPRA_BUILD_BENCH=ON and build qwen3_bench)" >&2
+  exit 1
+fi
 mkdir -p "$MODELS"
 
 model() {  # model TYPE: the path of the 0.6B model of that type, synthesized if missing
   local path="$MODELS/qwen3-0.6b-$1.gguf"
   if [ ! -f "$path" ]; then
+    if [ ! -x "$TEMPRA" ]; then
+      echo "run_qwen3.sh: $path is missing and $TEMPRA (to synthesize it) is not built" >&2
+      exit 1
+    fi
     echo "# synthesizing $path" >&2
     "$TEMPRA" synth --preset 0.6b --type "$1" "$path" >&2
   fi
