@@ -16,6 +16,10 @@
 // bf16 or any block-quantized format. Half weights are widened in registers, never copied to
 // f32; quantized ones go through matmul_quantized (tempra/ops/quantize.h). x [..., k] may be
 // any floating dtype and layout; the result is [..., n] in f32 (f64 when x and w are f64).
+//
+// Gradients (linalg.cpp): each op records its VJP when an operand requires a gradient. Block-
+// quantized and half weights of linear are frozen in practice (only f32/f64 arrays can be
+// parameters): x still gets its gradient, through a transient f32 copy of the weights.
 #pragma once
 
 #include <string_view>

@@ -3,6 +3,10 @@
 // Contract: these work on every plain dtype (not only floats). split returns views; the others
 // return new contiguous arrays. Index arrays are i32 or i64; an index out of range is an error
 // naming the op, the index value and the shape it indexes.
+//
+// Gradients (structure.cpp): float inputs get them through every op here; index arrays never
+// do. gather/index_select/embedding scatter-add into zeros of the input's shape, summing
+// repeated indices in index order (the same bits for any thread count).
 #pragma once
 
 #include <utility>
