@@ -80,8 +80,9 @@ struct FloatKernels {
                           T* gb, T* scratch, ThreadPool&);
   // Attention's backward from the forward's inputs and output `out` and the output gradient g
   // (out and g [B, Hq, Tq, Dv]); writes gq, gk, gv (the inputs' shapes, contiguous). `scores`
-  // is B*Hq*Tq*Tk of scratch that holds, on return, the gradient of each score (after the mask,
-  // before the scale): the mask's gradient before it is summed to the mask's shape.
+  // is 2*B*Hq*Tq*Tk of scratch whose first B*Hq*Tq*Tk hold, on return, the gradient of each
+  // score (after the mask, before the scale): the mask's gradient before it is summed to the
+  // mask's shape.
   void (*attention_grad)(const T* q, const T* k, const T* v, const T* out, const T* g, const AttentionShape& shape,
                          TensorRef<const T> mask, bool causal, double scale, T* scores, T* gq, T* gk, T* gv,
                          ThreadPool&);

@@ -200,7 +200,8 @@ Array attention(ExecContext& ctx, const Array& q, const Array& k, const Array& v
                      const Array grad = contiguous(c, detail::widen(c, g));
                      Array gq = Array::empty(c, cq.shape(), cq.dtype()), gk = Array::empty(c, ck.shape(), ck.dtype()),
                            gv = Array::empty(c, cv.shape(), cv.dtype());
-                     Array score_grad = Array::empty(c, {s.batch, s.q_heads, s.q_len, s.kv_len}, cq.dtype());
+                     // The kernel's scratch; its first half holds the scores' gradient on return.
+                     Array score_grad = Array::empty(c, {2, s.batch, s.q_heads, s.q_len, s.kv_len}, cq.dtype());
                      detail::with_float_type(cq.dtype(), "attention", [&](auto tag) {
                        using T = decltype(tag);
                        TensorRef<const T> mask_ref;
@@ -216,7 +217,7 @@ Array attention(ExecContext& ctx, const Array& q, const Array& k, const Array& v
                      if (needs[0]) grads[0] = detail::narrow(c, gq, dtype);
                      if (needs[1]) grads[1] = detail::narrow(c, gk, dtype);
                      if (needs[2]) grads[2] = detail::narrow(c, gv, dtype);
-                     if (needs[3]) grads[3] = detail::narrow(c, sum_to(c, score_grad, mask_shape), dtype);
+                     if (needs[3]) grads[3] = detail::narrow(c, sum_to(c, score_grad.select(0, 0), mask_shape), dtype);
                      return grads;
                    });
   return result;

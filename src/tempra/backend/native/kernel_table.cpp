@@ -33,6 +33,11 @@ Kernels make_native_kernels() {
   table.f32.rope = &native::rope;
   table.f32.attention = &native::attention;
   table.f32.cross_entropy = &native::cross_entropy;
+  table.f32.softmax_grad = &native::softmax_grad;
+  table.f32.cross_entropy_grad = &native::cross_entropy_grad;
+  table.f32.rms_norm_grad = &native::rms_norm_grad;
+  table.f32.layer_norm_grad = &native::layer_norm_grad;
+  table.f32.attention_grad = &native::attention_grad;
   table.gemm_f16_weights = &native::gemm_half_weights<f16_t>;
   table.gemm_bf16_weights = &native::gemm_half_weights<bf16_t>;
   table.f16_to_f32 = &native::f16_to_f32;

@@ -29,6 +29,18 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
           const RopeParams& params, float* out, ThreadPool& pool);
 void attention(const float* q, const float* k, const float* v, const AttentionShape& shape, TensorRef<const float> mask,
                bool causal, double scale, float* scores, float* out, ThreadPool& pool);
+// Backward kernels (native/reduce_grad.cpp, native/neural_grad.cpp).
+void softmax_grad(const float* y, const float* g, int64_t rows, int64_t n, const SoftmaxArgs<float>& args,
+                  double grad_scale, float* gz, ThreadPool& pool);
+void cross_entropy_grad(const float* logits, int64_t rows, int64_t classes, const int64_t* targets,
+                        int64_t ignore_index, const float* g, float* gx, ThreadPool& pool);
+void rms_norm_grad(const float* x, const float* weight, const float* g, int64_t rows, int64_t n, double eps, float* gx,
+                   float* gw, float* scratch, ThreadPool& pool);
+void layer_norm_grad(const float* x, const float* weight, const float* g, int64_t rows, int64_t n, double eps,
+                     float* gx, float* gw, float* gb, float* scratch, ThreadPool& pool);
+void attention_grad(const float* q, const float* k, const float* v, const float* out, const float* g,
+                    const AttentionShape& shape, TensorRef<const float> mask, bool causal, double scale, float* scores,
+                    float* gq, float* gk, float* gv, ThreadPool& pool);
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
 void f16_to_f32(const f16_t* in, float* out, int64_t n, ThreadPool& pool);

@@ -43,6 +43,18 @@ inline float row_sum(const float* x, int64_t n) {
   return reduce_add(fold_row(x, n, 0.0f, [](V v) { return v; }, [](V a, V b) { return add(a, b); }));
 }
 
+// sum a[j] b[j]: fused multiply-adds into four accumulators, folded like fold_row.
+inline float row_dot(const float* a, const float* b, int64_t n) {
+  using namespace simd;
+  V acc[4] = {zero(), zero(), zero(), zero()};
+  int64_t j = 0;
+  for (; j + 4 * kLanes <= n; j += 4 * kLanes)
+    for (int u = 0; u < 4; ++u) acc[u] = fma(load(a + j + u * kLanes), load(b + j + u * kLanes), acc[u]);
+  for (; j + kLanes <= n; j += kLanes) acc[0] = fma(load(a + j), load(b + j), acc[0]);
+  if (j < n) acc[1] = fma(load_partial(a + j, int(n - j)), load_partial(b + j, int(n - j)), acc[1]);
+  return reduce_add(add(add(acc[0], acc[1]), add(acc[2], acc[3])));
+}
+
 inline float row_sum_squares(const float* x, int64_t n) {
   using namespace simd;
   return reduce_add(fold_row(x, n, 0.0f, [](V v) { return mul(v, v); }, [](V a, V b) { return add(a, b); }));
