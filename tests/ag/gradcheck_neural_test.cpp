@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 
 #include "tempra/ag/backward.h"
 #include "tempra/ag/gradcheck.h"
@@ -198,6 +199,79 @@ TEST(GradcheckConv1d, TransposedInput) {
                       },
                       {x, w}),
             "conv1d transposed input");
+}
+
+// Shapes drawn from a seeded generator rather than picked: extents of 1, odd extents, GQA groups,
+// causal masks with more keys than queries, every conv1d option together, and inputs read
+// through transposed views and broadcasts.
+TEST(GradcheckRandomShapes, NormsRopeAttentionConv1d) {
+  ExecContext ctx;
+  std::mt19937_64 rng(2024);
+  auto draw = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 6; ++trial) {
+    const uint64_t seed = 400 + 10 * trial;
+    const std::string tag = " random " + std::to_string(trial);
+    // Norms over [a, b, n], read as the transpose of a [b, a, n] array.
+    const int64_t a = draw(1, 4), b = draw(1, 4), n = draw(1, 9);
+    const Array x = anywhere(ctx, {b, a, n}, seed), w = anywhere(ctx, {n}, seed + 1, 0.5, 1.5),
+                bias = anywhere(ctx, {n}, seed + 2);
+    expect_ok(
+        gradcheck(
+            ctx, [](ExecContext& c, const std::vector<Array>& in) { return rms_norm(c, in[0].transpose(0, 1), in[1]); },
+            {x, w}),
+        "rms_norm" + tag + " " + to_string(x.shape()));
+    expect_ok(gradcheck(ctx,
+                        [](ExecContext& c, const std::vector<Array>& in) {
+                          return layer_norm(c, in[0].transpose(0, 1), in[1], in[2]);
+                        },
+                        {x, w, bias}),
+              "layer_norm" + tag + " " + to_string(x.shape()));
+    // Rope on [batch, seq, heads, head_dim] with random positions and rotated dims.
+    const int64_t seq = draw(1, 5), heads = draw(1, 3), head_dim = 2 * draw(1, 4);
+    RopeParams rp;
+    rp.mode = draw(0, 1) ? RopeMode::neox : RopeMode::normal;
+    rp.n_dims = 2 * draw(1, head_dim / 2);
+    std::vector<int32_t> pos(static_cast<size_t>(seq));
+    for (auto& p : pos) p = static_cast<int32_t>(draw(0, 5000));
+    const Array positions = Array::from_values<int32_t>(ctx, {seq}, pos);
+    expect_ok(
+        gradcheck(ctx, [&](ExecContext& c, const std::vector<Array>& in) { return rope(c, in[0], positions, rp); },
+                  {anywhere(ctx, {draw(1, 2), seq, heads, head_dim}, seed + 3)}),
+        "rope" + tag);
+    // Attention: random batch, group, lengths, dims; causal or a broadcast mask needing a gradient.
+    const int64_t kv_heads = draw(1, 2), group = draw(1, 3), q_len = draw(1, 4), kv_len = q_len + draw(0, 3);
+    const int64_t batch = draw(1, 2), d = draw(1, 5), dv = draw(1, 4);
+    const bool causal = draw(0, 1);
+    std::vector<Array> in{anywhere(ctx, {batch, kv_heads * group, q_len, d}, seed + 4),
+                          anywhere(ctx, {batch, kv_heads, kv_len, d}, seed + 5),
+                          anywhere(ctx, {batch, kv_heads, kv_len, dv}, seed + 6),
+                          anywhere(ctx, {1, kv_heads * group, 1, kv_len}, seed + 7, -1.0, 0.0)};
+    expect_ok(gradcheck(
+                  ctx,
+                  [causal](ExecContext& c, const std::vector<Array>& v) {
+                    AttentionOptions o;
+                    o.causal = causal;
+                    o.mask = v[3];
+                    return attention(c, v[0], v[1], v[2], o);
+                  },
+                  in),
+              "attention" + tag + (causal ? " causal" : "") + " " + to_string(in[0].shape()) + " kv " +
+                  to_string(in[2].shape()));
+    // conv1d with every option drawn.
+    Conv1dOptions co;
+    co.groups = draw(1, 2);
+    co.stride = draw(1, 3);
+    co.dilation = draw(1, 2);
+    co.causal = draw(0, 2) == 0;
+    co.padding = co.causal ? 0 : draw(0, 2);
+    const int64_t cin = co.groups * draw(1, 2), cout = co.groups * draw(1, 2), kernel = draw(1, 3);
+    const int64_t length = (kernel - 1) * co.dilation + draw(1, 6);
+    expect_ok(
+        gradcheck(ctx, [co](ExecContext& c, const std::vector<Array>& v) { return conv1d(c, v[0], v[1], v[2], co); },
+                  {anywhere(ctx, {draw(1, 2), cin, length}, seed + 8),
+                   anywhere(ctx, {cout, cin / co.groups, kernel}, seed + 9), anywhere(ctx, {cout}, seed + 10)}),
+        "conv1d" + tag);
+  }
 }
 
 // The backward kernels give each gradient element one owner and one summation order: the same

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <random>
 
 #include "tempra/ag/backward.h"
 #include "tempra/ag/gradcheck.h"
@@ -51,6 +52,54 @@ TEST(GradcheckReduce, MaxMinVarianceLogsumexpOverEveryAxis) {
             "max transposed");
   expect_ok(check1(ctx, x, [](ExecContext& c, const Array& a) { return variance(c, a.transpose(1, 2), 0, 1); }),
             "variance transposed");
+}
+
+// Shapes and axes drawn from a seeded generator: reductions and softmax over a random axis of a
+// random rank-1..4 shape, read through a permuted view; the softmax mask broadcast from a random
+// subset of the axes.
+TEST(GradcheckReduce, RandomShapesAndAxes) {
+  ExecContext ctx;
+  std::mt19937_64 rng(77);
+  auto draw = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  for (int trial = 0; trial < 8; ++trial) {
+    const int rank = static_cast<int>(draw(1, 4));
+    Dims shape;
+    for (int i = 0; i < rank; ++i) shape.push_back(draw(1, 4));
+    const int axis = static_cast<int>(draw(-rank, rank - 1));
+    const bool keepdim = draw(0, 1);
+    const int64_t correction = std::min<int64_t>(draw(0, 2), shape[(axis + rank) % rank] - 1);
+    // The input is stored reversed and read through the reversing permutation (non-contiguous).
+    Dims reversed, order;
+    for (int i = rank - 1; i >= 0; --i) reversed.push_back(shape[i]), order.push_back(i);
+    const Array x = anywhere(ctx, reversed, 160 + trial);
+    Dims mask_shape = shape;
+    for (int i = 0; i < rank; ++i)
+      if (draw(0, 1)) mask_shape[i] = 1;
+    const Array mask = anywhere(ctx, mask_shape, 170 + trial, -1.0, 0.0);
+    const std::string tag = " " + to_string(shape) + " axis " + std::to_string(axis) + (keepdim ? " keepdim" : "");
+    auto view = [order](const Array& a) { return a.permute(order); };
+    for (ReduceOp op : {ReduceOp::max, ReduceOp::min, ReduceOp::variance, ReduceOp::logsumexp}) {
+      const char* name = op == ReduceOp::max        ? "max"
+                         : op == ReduceOp::min      ? "min"
+                         : op == ReduceOp::variance ? "variance"
+                                                    : "logsumexp";
+      expect_ok(check1(ctx, x,
+                       [&](ExecContext& c, const Array& a) {
+                         return reduce(c, op, view(a), axis, keepdim, op == ReduceOp::variance ? correction : 0);
+                       }),
+                name + tag);
+    }
+    for (bool log : {false, true})
+      expect_ok(gradcheck(ctx,
+                          [&](ExecContext& c, const std::vector<Array>& in) {
+                            SoftmaxOptions o;
+                            o.scale = 1.3;
+                            o.mask = in[1];
+                            return log ? log_softmax(c, view(in[0]), axis, o) : softmax(c, view(in[0]), axis, o);
+                          },
+                          {x, mask}),
+                (log ? "log_softmax" : "softmax") + tag + " mask " + to_string(mask_shape));
+  }
 }
 
 // At a tie max is not differentiable; the VJP follows torch's amax: the gradient is split
