@@ -4,3 +4,9 @@ add_executable(gguf_fuzz ${PROJECT_SOURCE_DIR}/tests/io/gguf_fuzz.cpp)
 target_link_libraries(gguf_fuzz PRIVATE tempra_io)
 target_link_options(gguf_fuzz PRIVATE -fsanitize=fuzzer)
 set_target_properties(gguf_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+# The safetensors reader: build/fuzz/bin/safetensors_fuzz <corpus dir> tests/goldens
+add_executable(safetensors_fuzz ${PROJECT_SOURCE_DIR}/tests/io/safetensors_fuzz.cpp)
+target_link_libraries(safetensors_fuzz PRIVATE tempra_io)
+target_link_options(safetensors_fuzz PRIVATE -fsanitize=fuzzer)
+set_target_properties(safetensors_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
