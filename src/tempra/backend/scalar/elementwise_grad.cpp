@@ -107,7 +107,7 @@ void binary_grad(BinaryOp op, TensorRef<const T> a, TensorRef<const T> b, Tensor
     for_each_row<5>(g.shape, {&a.strides, &b.strides, &g.strides, &ga.strides, &gb.strides}, first, last,
                     [&](int64_t, auto off) {
                       for (int64_t j = 0; j < n; ++j) {
-                        T da, db;
+                        T da = T(0), db = T(0);
                         binary_derivatives(op, a.data[off[0] + j * sa], b.data[off[1] + j * sb], da, db);
                         const T gj = g.data[off[2] + j * sg];
                         ga.data[off[3] + j * sga] = gj * da;
