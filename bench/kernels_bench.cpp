@@ -251,6 +251,78 @@ void register_attention(const char* kernel, int64_t q_len, int64_t kv_len) {
   });
 }
 
+// ---- backward kernels ----------------------------------------------------------------------
+
+// The VJPs' hot kernels on the transformer block the training benchmark times (batch 8, seq 128,
+// d 256, 4 query / 2 kv heads of 64, a 1000-token head).
+void register_backward() {
+  register_both("softmax_grad", {{1024, 1000}}, {"rows", "n"}, [](benchmark::State& state, const Kernels& kernels) {
+    const int64_t rows = state.range(0), n = state.range(1);
+    tempra::ThreadPool pool(threads_of(state, 2));
+    const std::vector<float> x = random_floats(rows * n), g = random_floats(rows * n, -1, 1, 8);
+    std::vector<float> y(x.size()), gz(x.size());
+    tempra::SoftmaxArgs<float> args;
+    tempra::scalar_kernels().f32.softmax(contiguous(x, {rows, n}), args, y.data(), pool);
+    for (auto _ : state) {
+      kernels.f32.softmax_grad(y.data(), g.data(), rows, n, args, 1.0, gz.data(), pool);
+      benchmark::DoNotOptimize(gz.data());
+    }
+    set_traffic(state, rows * n, rows * n * 3 * int64_t(sizeof(float)));
+  });
+  register_both(
+      "cross_entropy_grad", {{1024, 1000}}, {"rows", "classes"}, [](benchmark::State& state, const Kernels& kernels) {
+        const int64_t rows = state.range(0), classes = state.range(1);
+        tempra::ThreadPool pool(threads_of(state, 2));
+        const std::vector<float> logits = random_floats(rows * classes), g = random_floats(rows, -1, 1, 9);
+        std::vector<int64_t> targets(static_cast<size_t>(rows));
+        for (int64_t i = 0; i < rows; ++i) targets[static_cast<size_t>(i)] = (i * 7919) % classes;
+        std::vector<float> gx(logits.size());
+        for (auto _ : state) {
+          kernels.f32.cross_entropy_grad(logits.data(), rows, classes, targets.data(), -100, g.data(), gx.data(), pool);
+          benchmark::DoNotOptimize(gx.data());
+        }
+        set_traffic(state, rows * classes, rows * classes * 2 * int64_t(sizeof(float)));
+      });
+  register_both("rms_norm_grad", {{1024, 256}}, {"rows", "n"}, [](benchmark::State& state, const Kernels& kernels) {
+    const int64_t rows = state.range(0), n = state.range(1);
+    tempra::ThreadPool pool(threads_of(state, 2));
+    const std::vector<float> x = random_floats(rows * n), g = random_floats(rows * n, -1, 1, 10),
+                             weight = random_floats(n, 0.5f, 1.5f, 5);
+    std::vector<float> gx(x.size()), gw(static_cast<size_t>(n)), scratch(static_cast<size_t>(2 * rows));
+    for (auto _ : state) {
+      kernels.f32.rms_norm_grad(x.data(), weight.data(), g.data(), rows, n, 1e-6, gx.data(), gw.data(), scratch.data(),
+                                pool);
+      benchmark::DoNotOptimize(gx.data());
+    }
+    set_traffic(state, rows * n, rows * n * 3 * int64_t(sizeof(float)));
+  });
+  // GFLOP/s counts the five products of the backward over every key (the GEMM formulation does
+  // not skip the keys a causal mask hides): S, dQ, dK are head_dim deep, dP and dV value_dim.
+  register_both(
+      "attention_grad", {{8, 4, 2, 128, 64}}, {"batch", "q_heads", "kv_heads", "seq", "head_dim"},
+      [](benchmark::State& state, const Kernels& kernels) {
+        const tempra::AttentionShape shape{state.range(0), state.range(1), state.range(2), state.range(3),
+                                           state.range(3), state.range(4), state.range(4)};
+        tempra::ThreadPool pool(threads_of(state, 5));
+        const int64_t q_size = shape.batch * shape.q_heads * shape.q_len * shape.head_dim;
+        const int64_t kv_size = shape.batch * shape.kv_heads * shape.kv_len * shape.head_dim;
+        const std::vector<float> q = random_floats(q_size, -1, 1, 11), k = random_floats(kv_size, -1, 1, 12),
+                                 v = random_floats(kv_size, -1, 1, 13), g = random_floats(q_size, -1, 1, 14);
+        std::vector<float> out(static_cast<size_t>(q_size)), gq(out.size()), gk(k.size()), gv(v.size());
+        std::vector<float> scores(static_cast<size_t>(2 * shape.batch * shape.q_heads * shape.q_len * shape.kv_len));
+        const double scale = 1.0 / std::sqrt(static_cast<double>(shape.head_dim));
+        tempra::scalar_kernels().f32.attention(q.data(), k.data(), v.data(), shape, {}, true, scale, scores.data(),
+                                               out.data(), pool);
+        for (auto _ : state) {
+          kernels.f32.attention_grad(q.data(), k.data(), v.data(), out.data(), g.data(), shape, {}, true, scale,
+                                     scores.data(), gq.data(), gk.data(), gv.data(), pool);
+          benchmark::DoNotOptimize(gq.data());
+        }
+        set_flops(state, 2.0 * double(3 * shape.head_dim + 2 * shape.value_dim) *
+                             double(shape.batch * shape.q_heads * shape.q_len * shape.kv_len));
+      });
+}
+
 // c[m, n] = a[m, k] . w[n, k]^T with 16-bit weights (a linear layer's layout).
 template <class W>
 void register_half_weight_gemm(const char* kernel, tempra::HalfWeightGemm<W> Kernels::*entry, W (*convert)(float)) {
@@ -286,6 +358,7 @@ void register_all() {
   register_rope();
   register_attention("attention_prefill", 512, 512);
   register_attention("attention_decode", 1, 1024);
+  register_backward();
   register_half_weight_gemm<tempra::f16_t>("gemm_f16_weights", &Kernels::gemm_f16_weights, &tempra::to_f16);
   register_half_weight_gemm<tempra::bf16_t>("gemm_bf16_weights", &Kernels::gemm_bf16_weights, &tempra::to_bf16);
 }
