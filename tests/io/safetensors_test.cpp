@@ -89,8 +89,9 @@ TEST(Safetensors, round_trip_every_dtype_in_the_given_order_with_metadata) {
     EXPECT_EQ(back.dtype(), tensors[i].value.dtype()) << info.name;
     EXPECT_EQ(back.shape(), tensors[i].value.shape()) << info.name;
     ASSERT_EQ(back.nbytes(), tensors[i].value.nbytes());
-    if (back.nbytes() > 0)
+    if (back.nbytes() > 0) {
       EXPECT_EQ(std::memcmp(back.raw_data(), tensors[i].value.raw_data(), back.nbytes()), 0) << info.name;
+    }
   }
   // The memory form is the file's bytes.
   const auto bytes = safetensors_bytes(tensors, metadata);
@@ -254,6 +255,21 @@ TEST(Safetensors, rejects_malformed_json) {
   expect_rejected(R"({"w\q":{}})", 0, {"invalid escape"});
   expect_rejected(R"({"\ud800":{}})", 0, {"surrogate"});
   expect_rejected(R"({} x)", 0, {"trailing bytes after the header object"});
+}
+
+TEST(Safetensors, rejects_a_header_that_is_not_utf8) {
+  expect_rejected("{\"w\xc0\xaf\":{}}", 0, {"the header is not valid UTF-8 (byte 3 of the header)"});
+  expect_rejected("{\"w\xed\xa0\x80\":{}}", 0, {"not valid UTF-8"});  // an encoded surrogate
+}
+
+TEST(Safetensors, writer_rejects_names_and_metadata_that_are_not_utf8) {
+  ExecContext ctx;
+  const Array a = Array::zeros(ctx, {1}, DType::f32);
+  const std::vector<NamedArray> bad_name{{"w\xff", a}};
+  EXPECT_THROW(safetensors_bytes(bad_name), Error);
+  const std::vector<NamedArray> good{{"w\xc3\xa9", a}};
+  EXPECT_THROW(safetensors_bytes(good, {{"k", "\xe2\x82"}}), Error);  // truncated sequence
+  EXPECT_EQ(parse_bytes(safetensors_bytes(good, {{"k", "\xe2\x82\xac"}})).metadata().at("k"), "\xe2\x82\xac");
 }
 
 TEST(Safetensors, rejects_non_string_metadata_values) {

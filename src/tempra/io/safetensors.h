@@ -13,8 +13,8 @@
 // the file and the field, e.g.
 //   [safetensors] ckpt.safetensors: tensor 'fc1.weight': shape [4, 3] of F32 needs 48 bytes, data_offsets span 40
 // Checked: the header size against the file (and a 100 MB cap, the reference's), the JSON's
-// syntax (strict: no trailing commas, no duplicate keys, no unknown fields, valid escapes and
-// UTF-8 surrogates), every field's type, dtype names, non-negative extents whose product and
+// syntax (strict: well-formed UTF-8, no trailing commas, no duplicate keys, no unknown fields,
+// valid escapes and surrogate pairs), every field's type, dtype names, non-negative extents whose product and
 // byte size fit in 63 bits, begin <= end, and that the tensors' byte ranges tile the data
 // section exactly: sorted by offset they start at 0, never overlap, leave no holes and end at
 // the end of the file (the reference rejects a file that does not). A header padded with
@@ -25,8 +25,8 @@
 //
 // Contract, writing: write_safetensors writes the tensors in the order given, packed with no
 // padding between them, after a header padded with spaces to a multiple of 8 bytes. Each array
-// is written in row-major order whatever its strides. Names must be unique, non-empty and not
-// "__metadata__"; dtypes must have a safetensors name (f32, f64, f16, bf16, i8, u8, i16, i32,
+// is written in row-major order whatever its strides. Names must be unique, non-empty, valid
+// UTF-8 (as metadata must be) and not "__metadata__"; dtypes must have a safetensors name (f32, f64, f16, bf16, i8, u8, i16, i32,
 // i64, bool; block-quantized dtypes have none). The file is written to a temporary name beside
 // the target, flushed and renamed into place, so a reader never sees a half-written file and a
 // failed write leaves any previous file intact.
