@@ -233,6 +233,8 @@ int main(int argc, char** argv) {
       if (!o.resume.empty()) {
         trainer->load(o.resume);
         std::printf("resumed %s from %s at step %" PRId64 "\n", name.c_str(), o.resume.c_str(), trainer->steps_done());
+        tempra::check(!o.save_at || *o.save_at > trainer->steps_done(), "spirals", "--save-at ", o.save_at.value_or(0),
+                      " is not after the checkpoint's step ", trainer->steps_done());
       }
       results.push_back(train(o, name, train_set, test_set, *trainer, true));
       if (name == "adamw") adamw = std::move(trainer);
