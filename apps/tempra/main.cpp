@@ -18,6 +18,7 @@
 #include "info.h"
 #include "quantize.h"
 #include "tokenize.h"
+#include "synth.h"
 
 namespace {
 
@@ -66,6 +67,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::generate_command(), tempra::app::run_generate},
       {tempra::app::chat_command(), tempra::app::run_chat},
       {tempra::app::tokenize_command(), tempra::app::run_tokenize},
+      {tempra::app::synth_command(), tempra::app::run_synth},
   };
   return table;
 }

@@ -8,6 +8,7 @@
 // USER_DEFINED otherwise, the rest NORMAL; merges as "a b" strings; bos = pad = <|endoftext|>,
 // eos = <|im_end|>, no BOS added; tokenizer.ggml.pre = qwen2. The qwen3.* hyperparameters are
 // those of a tiny model so that llama.cpp loads the file with vocab_only; there are no tensors.
+// The tokenizer keys come from llm::add_qwen3_tokenizer_metadata (the model synthesizer's).
 // Generated at run time (about 6 MB): never committed.
 #pragma once
 

@@ -1,10 +1,14 @@
 // tempra/llm/kv_cache.cpp: see kv_cache.h.
 #include "tempra/llm/kv_cache.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "tempra/backend/kernels.h"
 #include "tempra/core/error.h"
+#include "tempra/core/half.h"
 #include "tempra/ops/ops.h"
 #include "tempra/quant/reference.h"
 
@@ -153,6 +157,55 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
       return;
     }
   }
+}
+
+void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
+                          double scale, float* out) const {
+  check(type_ == KvCacheType::f16, "KvCache::attend_ggml", "needs an f16 cache");
+  check(layer >= 0 && layer < shape_.n_layer && kv_len >= q_len && q_len >= 1 && kv_len <= shape_.capacity,
+        "KvCache::attend_ggml", "layer ", layer, ", ", q_len, " queries over ", kv_len,
+        " positions do not fit a cache of ", shape_.n_layer, " layers and capacity ", shape_.capacity);
+  check(q_heads >= shape_.n_head_kv && q_heads % shape_.n_head_kv == 0, "KvCache::attend_ggml", "query heads ",
+        q_heads, " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
+  const auto at = static_cast<size_t>(layer);
+  const int64_t H = shape_.n_head_kv, D = shape_.head_dim, group = q_heads / H;
+  const f16_t* keys = keys_[at].data<f16_t>();
+  const f16_t* values = values_[at].data<f16_t>();
+  const auto to_f32 = [](f16_t h) { return f16_bits_to_f32(h.bits); };
+  const auto to_f16 = [](float x) { return f16_t{f32_to_f16_bits(x)}; };
+  const float kq_scale = static_cast<float>(scale);
+  ctx.threads().parallel_for(q_len * q_heads, 1, [&](int64_t first, int64_t last) {
+    std::vector<f16_t> q16(static_cast<size_t>(D)), acc(static_cast<size_t>(D));
+    for (int64_t row = first; row < last; ++row) {
+      const int64_t i = row / q_heads, h = row % q_heads, kv_head = h / group;
+      const int64_t visible = kv_len - q_len + i + 1;  // causal: positions 0 ... kv_len - q_len + i
+      const float* qi = q + row * D;
+      for (int64_t d = 0; d < D; ++d) q16[size_t(d)] = to_f16(qi[d]);
+      std::fill(acc.begin(), acc.end(), f16_t{0});
+      float M = -INFINITY, S = 0.0f;
+      for (int64_t pos = 0; pos < visible; ++pos) {
+        const f16_t* k = keys + (kv_head * shape_.capacity + pos) * D;
+        const f16_t* v = values + (kv_head * shape_.capacity + pos) * D;
+        float s = 0.0f;
+        for (int64_t d = 0; d < D; ++d) s += to_f32(k[d]) * to_f32(q16[size_t(d)]);
+        s = s * kq_scale;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+          const float Mold = M;
+          M = s;
+          ms = std::exp(Mold - M);
+          for (auto& a : acc) a = to_f16(to_f32(a) * ms);
+        } else {
+          vs = std::exp(s - M);
+        }
+        for (int64_t d = 0; d < D; ++d) acc[size_t(d)] = to_f16(std::fma(to_f32(v[d]), vs, to_f32(acc[size_t(d)])));
+        S = S * ms + vs;
+      }
+      const float S_inv = S == 0.0f ? 0.0f : 1.0f / S;
+      float* o = out + row * D;
+      for (int64_t d = 0; d < D; ++d) o[d] = to_f32(acc[size_t(d)]) * S_inv;
+    }
+  });
 }
 
 void KvCache::advance(int64_t n) {

@@ -15,6 +15,7 @@
 #include "tempra/backend/kernels.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/error.h"
+#include "tempra/core/half.h"
 #include "tempra/ops/ops.h"
 #include "tempra/quant/formats.h"
 
@@ -120,6 +121,8 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
     } else {
       check(w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16, "qwen3", file,
             ": tensor '", name, "' has unsupported type ", w.dtype().name());
+      // Qwen3Numerics::ggml rounds the activation rows into the same scratch.
+      if (w.dtype() != DType::f32) m.quantized_row_bytes_ = std::max(m.quantized_row_bytes_, sizeof(float) * w.dim(1));
     }
     check(w.strides()[1] == 1 && w.strides()[0] == w.dim(1), "qwen3", file, ": tensor '", name,
           "' is not stored row-major");
@@ -143,9 +146,20 @@ namespace {
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. `quantized`: room for m
 // activation rows in the weight's partner format.
-void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized) {
+void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
+                 Qwen3Numerics numerics) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
+  if (numerics == Qwen3Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
+    // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
+    auto* rounded = static_cast<float*>(quantized);
+    const bool to_f16 = w.dtype() == DType::f16;
+    ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i)
+        rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+    });
+    x = rounded;
+  }
   if (w.dtype() == DType::f32) {
     kernels.f32.gemm(m, n, k, x, k, 1, w.data<float>(), 1, k, y, n, ctx.threads());
   } else if (w.dtype() == DType::f16) {
@@ -261,9 +275,9 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, K
   for (int il = 0; il < c.n_layer; ++il) {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(il)];
     k.rms_norm(inpL, n, E, layer.attn_norm.data<float>(), eps, attn_norm, pool);
-    linear_rows(ctx, attn_norm, n, layer.attn_q, Qcur, quantized);  // [n, n_head, head_dim]
-    linear_rows(ctx, attn_norm, n, layer.attn_k, Kcur, quantized);  // [n, n_head_kv, head_dim]
-    linear_rows(ctx, attn_norm, n, layer.attn_v, Vcur, quantized);
+    linear_rows(ctx, attn_norm, n, layer.attn_q, Qcur, quantized, numerics_);  // [n, n_head, hd]
+    linear_rows(ctx, attn_norm, n, layer.attn_k, Kcur, quantized, numerics_);  // [n, n_head_kv, hd]
+    linear_rows(ctx, attn_norm, n, layer.attn_v, Vcur, quantized, numerics_);
     k.rms_norm(Qcur, n * c.n_head, c.head_dim, layer.attn_q_norm.data<float>(), eps, Qcur_normed, pool);
     k.rms_norm(Kcur, n * c.n_head_kv, c.head_dim, layer.attn_k_norm.data<float>(), eps, Kcur_normed, pool);
     k.rope(Qcur_normed, 1, n, c.n_head, c.head_dim, b.positions.data(), rope_params, Qrope, pool);
@@ -271,23 +285,29 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, K
 
     // Attention over the cache: query i sits at position start + i and sees keys 0 ... start + i.
     cache.write_rows(ctx, il, start, n, Krope, Vcur);
-    cache.attend(ctx, il, kv_len, Qrope, n, c.n_head, scale, b.kq_scratch.data<float>(), kqv_out);
-    linear_rows(ctx, kqv_out, n, layer.attn_output, attn_out, quantized);
+    // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
+    // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
+    if (numerics_ == Qwen3Numerics::ggml && cache.type() == KvCacheType::f16 && n < 64)
+      cache.attend_ggml(ctx, il, kv_len, Qrope, n, c.n_head, scale, kqv_out);
+    else
+      cache.attend(ctx, il, kv_len, Qrope, n, c.n_head, scale, b.kq_scratch.data<float>(), kqv_out);
+    linear_rows(ctx, kqv_out, n, layer.attn_output, attn_out, quantized, numerics_);
     for (int64_t j = 0; j < n * E; ++j) ffn_inp[j] = attn_out[j] + inpL[j];
 
     k.rms_norm(ffn_inp, n, E, layer.ffn_norm.data<float>(), eps, ffn_norm, pool);
-    linear_rows(ctx, ffn_norm, n, layer.ffn_gate, ffn_gate, quantized);
+    linear_rows(ctx, ffn_norm, n, layer.ffn_gate, ffn_gate, quantized, numerics_);
     k.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(ffn_gate), n, F), rows_ref(ffn_gate, n, F), pool);
-    linear_rows(ctx, ffn_norm, n, layer.ffn_up, ffn_up, quantized);
+    linear_rows(ctx, ffn_norm, n, layer.ffn_up, ffn_up, quantized, numerics_);
     for (int64_t j = 0; j < n * F; ++j) ffn_act[j] = ffn_gate[j] * ffn_up[j];
-    linear_rows(ctx, ffn_act, n, layer.ffn_down, ffn_out, quantized);
+    linear_rows(ctx, ffn_act, n, layer.ffn_down, ffn_out, quantized, numerics_);
     for (int64_t j = 0; j < n * E; ++j) inpL[j] = ffn_out[j] + ffn_inp[j];
   }
   // Only the last logit_rows positions reach the head (llama.cpp's output ids do the same).
   const float* last = inpL + (n - logit_rows) * E;
   if (logit_rows > 0) {
     k.rms_norm(last, logit_rows, E, output_norm_.data<float>(), eps, b.result_norm.data<float>(), pool);
-    linear_rows(ctx, b.result_norm.data<float>(), logit_rows, output_, b.result_output.data<float>(), quantized);
+    linear_rows(ctx, b.result_norm.data<float>(), logit_rows, output_, b.result_output.data<float>(), quantized,
+                numerics_);
   }
   cache.advance(n);
 }

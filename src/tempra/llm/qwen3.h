@@ -49,6 +49,20 @@ struct Qwen3Layer {
 
 class Qwen3Model;
 
+// Where tempra may round differently from llama.cpp's CPU backend.
+//   exact: f16/bf16 weight matrices widened to f32 times the f32 activations, attention in f32
+//          over the widened cache (what tools/qwen3_reference.py computes in float64).
+//   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
+//          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
+//          converts src1 before the dot; products of two halves are exact in f32), and with an
+//          f16 cache and fewer than 64 tokens in the batch, attention as ggml's CPU flash
+//          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
+//          from 64 query rows ggml's tiled kernel is f32 throughout, as tempra's attention).
+//          tests/llm/qwen3_oracle_test.cpp measures what each costs.
+// Quantized weights always see their partner format (Q8_0, Q8_K), as in ggml; f32 weights are
+// always exact.
+enum class Qwen3Numerics : uint8_t { exact, ggml };
+
 // The intermediates of one forward pass of up to `tokens` tokens, f32 and token-major, plus the
 // scratch the kernels need (the attention score rows for up to kv_capacity keys, the
 // activations quantized to each weight format's partner). logit_rows: how many positions get
@@ -72,6 +86,8 @@ class Qwen3Model {
   const Qwen3Config& config() const { return config_; }
   // Bytes of one activation row quantized for the widest block-quantized weight (0 if none).
   size_t quantized_row_bytes() const { return quantized_row_bytes_; }
+  Qwen3Numerics numerics() const { return numerics_; }
+  void set_numerics(Qwen3Numerics mode) { numerics_ = mode; }
 
   // Runs `token_ids` (one batch) at positions cache.size() ... and commits them to the cache;
   // returns f32 logits [n, n_vocab].
@@ -85,7 +101,8 @@ class Qwen3Model {
   Qwen3Config config_;
   Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   std::vector<Qwen3Layer> layers_;
-  size_t quantized_row_bytes_ = 0;
+  size_t quantized_row_bytes_ = 0;  // also room for a row rounded to f16/bf16 (as f32)
+  Qwen3Numerics numerics_ = Qwen3Numerics::exact;
 };
 
 struct Qwen3SessionOptions {
