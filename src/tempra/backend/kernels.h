@@ -55,8 +55,10 @@ struct FloatKernels {
   void (*conv1d)(const T* x, const T* w, const T* bias, const Conv1dShape& shape, T* out, ThreadPool&);
 
   // ---- backward kernels (the VJPs of tempra/ops; PyTorch's derivative formulas) ----
-  // gx = g * d op(x) / dx; x, g and gx share one shape, any strides.
-  void (*unary_grad)(UnaryOp, TensorRef<const T> x, TensorRef<const T> g, TensorRef<T> gx, ThreadPool&);
+  // gx = g * d op(x) / dx; x, y = op(x), g and gx share one shape, any strides. The derivative
+  // of exp, sqrt, rsqrt, tanh and sigmoid is read off y instead of recomputed from x.
+  void (*unary_grad)(UnaryOp, TensorRef<const T> x, TensorRef<const T> y, TensorRef<const T> g, TensorRef<T> gx,
+                     ThreadPool&);
   // ga = g * d(a op b)/da and gb = g * d(a op b)/db at the broadcast shape: a and b carry zero
   // strides on broadcast axes like binary's; g, ga, gb have the output's shape (any strides).
   void (*binary_grad)(BinaryOp, TensorRef<const T> a, TensorRef<const T> b, TensorRef<const T> g, TensorRef<T> ga,

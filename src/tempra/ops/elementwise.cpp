@@ -49,13 +49,15 @@ Array binary_value(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b
   return detail::narrow(ctx, out, a.dtype());
 }
 
-// g * op'(x), in x's dtype (half inputs computed in f32 and rounded once).
-Array unary_vjp(ExecContext& ctx, UnaryOp op, const Array& x, const Array& g) {
-  const Array wx = detail::widen(ctx, x), wg = detail::widen(ctx, g);
+// g * op'(x), in x's dtype (half inputs computed in f32 and rounded once). y = op(x), saved by
+// the forward: several derivatives are cheaper from it.
+Array unary_vjp(ExecContext& ctx, UnaryOp op, const Array& x, const Array& y, const Array& g) {
+  const Array wx = detail::widen(ctx, x), wy = detail::widen(ctx, y), wg = detail::widen(ctx, g);
   Array gx = Array::empty(ctx, wx.shape(), wx.dtype());
   detail::with_float_type(wx.dtype(), op_name(op), [&](auto tag) {
     using T = decltype(tag);
-    detail::float_kernels<T>(ctx).unary_grad(op, wx.cref<T>(), wg.cref<T>(), gx.ref<T>(), ctx.threads());
+    detail::float_kernels<T>(ctx).unary_grad(op, wx.cref<T>(), wy.cref<T>(), wg.cref<T>(), gx.ref<T>(),
+                                             ctx.threads());
   });
   return detail::narrow(ctx, gx, x.dtype());
 }
@@ -83,9 +85,10 @@ std::vector<Array> binary_vjp(ExecContext& ctx, BinaryOp op, const Array& a, con
 Array unary(ExecContext& ctx, UnaryOp op, const Array& x) {
   if (!any_requires_grad({&x})) return unary_value(ctx, op, x);
   Array out = unary_value(ctx, op, x.detach());
-  attach_grad_node(out, op_name(op), {x}, [op, x = x.detach()](ExecContext& c, const Array& g, const std::vector<bool>&) {
-    return std::vector<Array>{unary_vjp(c, op, x, g)};
-  });
+  attach_grad_node(out, op_name(op), {x},
+                   [op, x = x.detach(), y = out.detach()](ExecContext& c, const Array& g, const std::vector<bool>&) {
+                     return std::vector<Array>{unary_vjp(c, op, x, y, g)};
+                   });
   return out;
 }
 

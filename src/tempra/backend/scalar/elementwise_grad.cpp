@@ -16,25 +16,20 @@ T sigmoid(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
-// d op(x) / dx.
+// d op(x) / dx, given y = op(x) (the forward's output: the derivative of exp, sqrt, rsqrt, tanh
+// and sigmoid is a cheap function of it, where recomputing it from x costs a libm call).
 template <class T>
-T unary_derivative(UnaryOp op, T x) {
+T unary_derivative(UnaryOp op, T x, T y) {
   switch (op) {
     case UnaryOp::neg: return T(-1);
     case UnaryOp::abs: return x > T(0) ? T(1) : x < T(0) ? T(-1) : (x == x ? T(0) : x);
-    case UnaryOp::exp: return std::exp(x);
+    case UnaryOp::exp: return y;
     case UnaryOp::log: return T(1) / x;
-    case UnaryOp::sqrt: return T(0.5) / std::sqrt(x);
-    case UnaryOp::rsqrt: return T(-0.5) / (x * std::sqrt(x));
+    case UnaryOp::sqrt: return T(0.5) / y;
+    case UnaryOp::rsqrt: return T(-0.5) * y / x;
     case UnaryOp::square: return T(2) * x;
-    case UnaryOp::tanh: {
-      const T t = std::tanh(x);
-      return T(1) - t * t;
-    }
-    case UnaryOp::sigmoid: {
-      const T s = sigmoid(x);
-      return s * (T(1) - s);
-    }
+    case UnaryOp::tanh: return T(1) - y * y;
+    case UnaryOp::sigmoid: return y * (T(1) - y);
     case UnaryOp::relu: return x > T(0) ? T(1) : (x == x ? T(0) : x);
     case UnaryOp::gelu_tanh: {
       // gelu(x) = x * p with p = 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)), u = k (x + c x^3):
@@ -86,13 +81,16 @@ void binary_derivatives(BinaryOp op, T a, T b, T& da, T& db) {
 }  // namespace
 
 template <class T>
-void unary_grad(UnaryOp op, TensorRef<const T> x, TensorRef<const T> g, TensorRef<T> gx, ThreadPool& pool) {
+void unary_grad(UnaryOp op, TensorRef<const T> x, TensorRef<const T> y, TensorRef<const T> g, TensorRef<T> gx,
+                ThreadPool& pool) {
   const int64_t n = inner_extent(gx.shape);
-  const int64_t sx = inner_stride(x.strides), sg = inner_stride(g.strides), so = inner_stride(gx.strides);
+  const int64_t sx = inner_stride(x.strides), sy = inner_stride(y.strides), sg = inner_stride(g.strides),
+                so = inner_stride(gx.strides);
   pool.parallel_for(row_count(gx.shape), rows_per_chunk(n), [&](int64_t first, int64_t last) {
-    for_each_row<3>(gx.shape, {&x.strides, &g.strides, &gx.strides}, first, last, [&](int64_t, auto off) {
+    for_each_row<4>(gx.shape, {&x.strides, &y.strides, &g.strides, &gx.strides}, first, last, [&](int64_t, auto off) {
       for (int64_t j = 0; j < n; ++j)
-        gx.data[off[2] + j * so] = g.data[off[1] + j * sg] * unary_derivative(op, x.data[off[0] + j * sx]);
+        gx.data[off[3] + j * so] =
+            g.data[off[2] + j * sg] * unary_derivative(op, x.data[off[0] + j * sx], y.data[off[1] + j * sy]);
     });
   });
 }
@@ -118,7 +116,8 @@ void binary_grad(BinaryOp op, TensorRef<const T> a, TensorRef<const T> b, Tensor
 }
 
 #define TEMPRA_INSTANTIATE(T)                                                                                    \
-  template void unary_grad<T>(UnaryOp, TensorRef<const T>, TensorRef<const T>, TensorRef<T>, ThreadPool&);       \
+  template void unary_grad<T>(UnaryOp, TensorRef<const T>, TensorRef<const T>, TensorRef<const T>, TensorRef<T>, \
+                              ThreadPool&);       \
   template void binary_grad<T>(BinaryOp, TensorRef<const T>, TensorRef<const T>, TensorRef<const T>, TensorRef<T>, \
                                TensorRef<T>, ThreadPool&);
 TEMPRA_INSTANTIATE(float)

@@ -20,7 +20,8 @@ void unary(UnaryOp op, TensorRef<const T> in, TensorRef<T> out, ThreadPool& pool
 template <class T>
 void binary(BinaryOp op, TensorRef<const T> a, TensorRef<const T> b, TensorRef<T> out, ThreadPool& pool);
 template <class T>
-void unary_grad(UnaryOp op, TensorRef<const T> x, TensorRef<const T> g, TensorRef<T> gx, ThreadPool& pool);
+void unary_grad(UnaryOp op, TensorRef<const T> x, TensorRef<const T> y, TensorRef<const T> g, TensorRef<T> gx,
+                ThreadPool& pool);
 template <class T>
 void binary_grad(BinaryOp op, TensorRef<const T> a, TensorRef<const T> b, TensorRef<const T> g, TensorRef<T> ga,
                  TensorRef<T> gb, ThreadPool& pool);
