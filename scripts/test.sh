@@ -3,7 +3,7 @@
 # missing, then builds and runs the whole suite twice: the host-tuned release build, and a
 # debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then runs the native
 # backend's parity suite on the SIMD arms this host does not pick itself (AVX2, and NEON under
-# qemu: scripts/test-native-arms.sh), and fuzzes the GGUF reader for a minute (scripts/fuzz.sh).
+# qemu: scripts/test-native-arms.sh), and fuzzes the GGUF and safetensors readers for a minute (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
