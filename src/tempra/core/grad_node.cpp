@@ -1,6 +1,7 @@
 // tempra/core/grad_node.cpp: grad mode, nodes, recording, and the one VJP every view shares.
 #include "tempra/core/grad_node.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tempra {
@@ -103,9 +104,13 @@ Array Array::detach() const {
 
 // The VJP of every view: a view reads elements of its input's storage, so its gradient adds
 // each element of grad_out into the input position the view read it from. That is a strided
-// scatter-add into zeros laid out like the input (the span its strides cover), read back
-// through the input's own strides. Broadcast views (stride 0) read one position many times;
-// the scatter sums them, in index order, so the result is deterministic.
+// scatter into a buffer laid out like the input (the span its strides cover), read back through
+// the input's own strides. Three cases, from the view's strides:
+//   - it reads every input element exactly once (permute, transpose, reshape, squeeze): a plain
+//     strided copy into uninitialized memory, rows in parallel;
+//   - it reads some elements once and skips others (slice, select): the same copy into zeros;
+//   - it reads some elements many times (broadcast, stride 0): a scatter-add into zeros, one
+//     thread, rows in index order, so the sums are deterministic.
 namespace {
 
 struct Geometry {
@@ -113,24 +118,29 @@ struct Geometry {
   int64_t offset = 0;
 };
 
-template <class T>
-void scatter_add(T* dst, const Geometry& view, const Array& grad) {
+template <class T, bool kAccumulate>
+void scatter_rows(T* dst, const Geometry& view, const Array& grad, int64_t first, int64_t last) {
   const T* src = grad.data<T>();
-  const int rank = view.shape.size();
-  if (view.shape.product() == 0) return;
-  Dims index = Dims::filled(rank, 0);
-  for (int64_t n = view.shape.product(); n > 0; --n) {
-    int64_t to = view.offset, from = 0;
-    for (int d = 0; d < rank; ++d) {
-      to += index[d] * view.strides[d];
-      from += index[d] * grad.strides()[d];
+  const int64_t n = inner_extent(view.shape);
+  const int64_t sd = inner_stride(view.strides), ss = inner_stride(grad.strides());
+  for_each_row<2>(view.shape, {&view.strides, &grad.strides()}, first, last, [&](int64_t, auto off) {
+    T* d = dst + view.offset + off[0];
+    const T* s = src + off[1];
+    for (int64_t j = 0; j < n; ++j) {
+      if constexpr (kAccumulate) d[j * sd] += s[j * ss];
+      else d[j * sd] = s[j * ss];
     }
-    dst[to] += src[from];
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < view.shape[d]) break;
-      index[d] = 0;
-    }
-  }
+  });
+}
+
+template <class T>
+void scatter(ExecContext& ctx, T* dst, const Geometry& view, const Array& grad, bool injective) {
+  const int64_t rows = row_count(view.shape), n = inner_extent(view.shape);
+  if (rows == 0 || n == 0) return;
+  if (!injective) return scatter_rows<T, true>(dst, view, grad, 0, rows);
+  const int64_t grain = std::max<int64_t>(1, 16384 / n);
+  ctx.threads().parallel_for(rows, grain,
+                             [&](int64_t first, int64_t last) { scatter_rows<T, false>(dst, view, grad, first, last); });
 }
 
 }  // namespace
@@ -145,13 +155,20 @@ Array Array::finish_view(Array out, const char* op) const {
   for (int d = 0; d < rank() && span > 0; ++d) span += (shape_[d] - 1) * strides_[d];
   const Geometry input{shape_, strides_, 0};
   const Geometry view{out.shape_, out.strides_, out.offset_ - offset_};
+  // Views of a valid input alias only through zero strides, so without them each element the
+  // view reads is read once; with as many elements as the input, each input element is read.
+  bool injective = true;
+  for (int d = 0; d < view.shape.size(); ++d)
+    if (view.shape[d] > 1 && view.strides[d] == 0) injective = false;
+  const bool covers = injective && view.shape.product() == shape_.product();
   const DType dtype = dtype_;
-  record_op(out, op, {*this}, [input, view, span, dtype](ExecContext& ctx, const Array& g, const std::vector<bool>&) {
-    Array buffer = Array::zeros(ctx, {span}, dtype);
-    if (dtype == DType::f32) scatter_add(buffer.data<float>(), view, g);
-    else scatter_add(buffer.data<double>(), view, g);
-    return std::vector<Array>{Array(buffer.storage(), dtype, input.shape, input.strides, 0)};
-  });
+  record_op(out, op, {*this},
+            [input, view, span, dtype, injective, covers](ExecContext& ctx, const Array& g, const std::vector<bool>&) {
+              Array buffer = covers ? Array::empty(ctx, {span}, dtype) : Array::zeros(ctx, {span}, dtype);
+              if (dtype == DType::f32) scatter(ctx, buffer.data<float>(), view, g, injective);
+              else scatter(ctx, buffer.data<double>(), view, g, injective);
+              return std::vector<Array>{Array(buffer.storage(), dtype, input.shape, input.strides, 0)};
+            });
   return out;
 }
 
