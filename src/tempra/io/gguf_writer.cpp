@@ -1,8 +1,6 @@
 // tempra/io/gguf_writer.cpp: the byte layout mirrors gguf_write_out in ggml/src/gguf.cpp.
 #include "tempra/io/gguf_writer.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -11,6 +9,7 @@
 #include <set>
 
 #include "tempra/core/error.h"
+#include "tempra/io/atomic_write.h"
 #include "tempra/io/ggml_types.h"
 
 namespace tempra::io {
@@ -244,28 +243,10 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
-  const std::string target = path.string();
-  const std::string temp = target + ".tmp-" + std::to_string(::getpid());
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (!f) fail("gguf", temp, ": cannot create: ", std::strerror(errno));
-  try {
+  write_atomically(path, "gguf", [&](std::FILE* f, const std::string& temp) {
     FileSink sink(f, temp);
     emit(sink);
-    if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) fail("gguf", temp, ": flush failed: ", std::strerror(errno));
-  } catch (...) {
-    std::fclose(f);
-    std::remove(temp.c_str());
-    throw;
-  }
-  if (std::fclose(f) != 0) {
-    std::remove(temp.c_str());
-    fail("gguf", temp, ": close failed: ", std::strerror(errno));
-  }
-  if (std::rename(temp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp.c_str());
-    fail("gguf", target, ": cannot rename ", temp, " into place: ", std::strerror(err));
-  }
+  });
 }
 
 }  // namespace tempra::io

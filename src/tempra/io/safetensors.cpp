@@ -3,8 +3,6 @@
 // lets every rejection name the field. The checks follow safetensors' Rust `Metadata::validate`.
 #include "tempra/io/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -15,6 +13,7 @@
 
 #include "tempra/core/error.h"
 #include "tempra/core/storage.h"
+#include "tempra/io/atomic_write.h"
 #include "tempra/io/mapped_file.h"
 
 namespace tempra::io {
@@ -590,30 +589,12 @@ std::vector<std::byte> safetensors_bytes(std::span<const NamedArray> tensors,
 void write_safetensors(const std::filesystem::path& path, std::span<const NamedArray> tensors,
                        const std::map<std::string, std::string>& metadata) {
   const Layout l = layout(tensors, metadata);  // validates before any file is created
-  const std::string target = path.string();
-  const std::string temp = target + ".tmp-" + std::to_string(::getpid());
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (!f) fail(kOp, temp, ": cannot create: ", std::strerror(errno));
-  try {
+  write_atomically(path, kOp, [&](std::FILE* f, const std::string& temp) {
     auto sink = [&](const std::byte* p, size_t n) {
       if (n != 0 && std::fwrite(p, 1, n, f) != n) fail(kOp, temp, ": write failed: ", std::strerror(errno));
     };
     emit(tensors, l, sink);
-    if (std::fflush(f) != 0 || ::fsync(::fileno(f)) != 0) fail(kOp, temp, ": flush failed: ", std::strerror(errno));
-  } catch (...) {
-    std::fclose(f);
-    std::remove(temp.c_str());
-    throw;
-  }
-  if (std::fclose(f) != 0) {
-    std::remove(temp.c_str());
-    fail(kOp, temp, ": close failed: ", std::strerror(errno));
-  }
-  if (std::rename(temp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    std::remove(temp.c_str());
-    fail(kOp, target, ": cannot rename ", temp, " into place: ", std::strerror(err));
-  }
+  });
 }
 
 }  // namespace tempra::io
