@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "backend/parity.h"
+#include "tempra/backend/native/native.h"
 
 namespace tempra {
 namespace {
@@ -191,10 +192,19 @@ void check_attention_grad(AttentionShape s, bool causal, bool with_mask) {
   EXPECT_TRUE(parity::within(got.k, want.k, bound(want.k))) << "gk";
   EXPECT_TRUE(parity::within(got.v, want.v, bound(want.v))) << "gv";
   EXPECT_TRUE(parity::within(got.scores, want.scores, bound(want.scores))) << "scores' gradient";
-  EXPECT_TRUE(parity::bitwise_equal(got2.q, got.q));
-  EXPECT_TRUE(parity::bitwise_equal(got2.k, got.k));
-  EXPECT_TRUE(parity::bitwise_equal(got2.v, got.v));
-  EXPECT_TRUE(parity::bitwise_equal(got2.scores, got.scores));
+  if (std::string(native::gemm_provider()) == "tempra") {
+    EXPECT_TRUE(parity::bitwise_equal(got2.q, got.q));
+    EXPECT_TRUE(parity::bitwise_equal(got2.k, got.k));
+    EXPECT_TRUE(parity::bitwise_equal(got2.v, got.v));
+    EXPECT_TRUE(parity::bitwise_equal(got2.scores, got.scores));
+  } else {
+    // The backward's five GEMMs go through the GEMM provider; an OpenBLAS build promises
+    // determinism for a fixed thread count only (native.h), so 2 threads get the tolerance.
+    EXPECT_TRUE(parity::within(got2.q, want.q, bound(want.q))) << "gq, 2 threads, provider " << native::gemm_provider();
+    EXPECT_TRUE(parity::within(got2.k, want.k, bound(want.k))) << "gk, 2 threads";
+    EXPECT_TRUE(parity::within(got2.v, want.v, bound(want.v))) << "gv, 2 threads";
+    EXPECT_TRUE(parity::within(got2.scores, want.scores, bound(want.scores))) << "scores' gradient, 2 threads";
+  }
 }
 
 TEST(NativeGradParity, AttentionEveryKeyLength) {
