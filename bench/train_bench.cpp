@@ -9,7 +9,7 @@
 // (torch.set_num_threads), model, batch, optimizer hyper-parameters and loss. Not a test: the
 // numbers go to docs/BENCHMARK.md with the machine, date and load.
 //
-// usage: train_bench [--threads T] [--rounds R] [--steps N] [--python PATH] [--script PATH]
+// usage: train_bench [--backend native|scalar] [--threads T] [--rounds R] [--steps N] [--python PATH] [--script PATH]
 #include <time.h>
 
 #include <algorithm>
@@ -46,8 +46,11 @@ double cpu_seconds() {
 }
 
 // Mean time per step over `steps` steps, after `warmup` untimed ones.
+// The kernel set tempra runs on (--backend): native by default, scalar for the old-vs-new record.
+tempra::Backend g_backend = tempra::Backend::native;
+
 Timing tempra_round(int threads, int steps, int warmup, const spirals::Dataset& data) {
-  tempra::ExecContext ctx(tempra::ExecOptions{.threads = threads, .seed = 1});
+  tempra::ExecContext ctx(tempra::ExecOptions{.threads = threads, .backend = g_backend, .seed = 1});
   const spirals::Mlp model = spirals::Mlp::init(ctx);
   auto optimizer = spirals::make_optimizer("adamw", model);
   const int64_t batch = spirals::Trainer::kBatch;
@@ -111,6 +114,8 @@ int main(int argc, char** argv) {
       rounds = std::atoi(value.c_str());
     else if (flag == "--steps")
       steps = std::atoi(value.c_str());
+    else if (flag == "--backend" && (value == "native" || value == "scalar"))
+      g_backend = value == "native" ? tempra::Backend::native : tempra::Backend::scalar;
     else if (flag == "--python")
       python = value;
     else if (flag == "--script")

@@ -12,7 +12,7 @@
 // round reports the mean wall and process CPU time per step over `steps` steps after a warm-up;
 // the figure per side is the median over rounds. Not a test: the numbers go to docs/BENCHMARK.md.
 //
-// usage: train_block_bench [--threads T] [--rounds R] [--steps N] [--warmup W] [--python PATH]
+// usage: train_block_bench [--backend native|scalar] [--threads T] [--rounds R] [--steps N] [--warmup W] [--python PATH]
 //                          [--script PATH] [--tempra-only 1]
 #include <time.h>
 
@@ -104,8 +104,11 @@ Array block_loss(ExecContext& ctx, const Block& b, const Array& x, const Array& 
   return mean_all(ctx, square(ctx, sub(ctx, x2, target)));
 }
 
+// The kernel set tempra runs on (--backend): native by default, scalar for the old-vs-new record.
+tempra::Backend g_backend = tempra::Backend::native;
+
 Timing tempra_round(int threads, int steps, int warmup) {
-  ExecContext ctx(tempra::ExecOptions{.threads = threads, .seed = 1});
+  ExecContext ctx(tempra::ExecOptions{.threads = threads, .backend = g_backend, .seed = 1});
   const Block model = Block::init(ctx);
   tempra::optim::AdamW optimizer(model.params(), 1e-3, tempra::optim::AdamWOptions{}, 1e-2);
   const Array x = tempra::normal(ctx, {kBatch, kSeq, kDim});
@@ -165,6 +168,8 @@ int main(int argc, char** argv) {
       steps = std::atoi(value.c_str());
     else if (flag == "--warmup")
       warmup = std::atoi(value.c_str());
+    else if (flag == "--backend" && (value == "native" || value == "scalar"))
+      g_backend = value == "native" ? tempra::Backend::native : tempra::Backend::scalar;
     else if (flag == "--python")
       python = value;
     else if (flag == "--script")
