@@ -7,23 +7,13 @@
 #include <cstdio>
 
 #include "tempra/ag/backward.h"
+#include "ag/gradcheck_support.h"
 #include "tempra/ag/gradcheck.h"
 #include "tempra/ops/ops.h"
 #include "tempra/quant/formats.h"
 
 namespace tempra::ag {
 namespace {
-
-Array anywhere(ExecContext& ctx, const Dims& shape, uint64_t seed) {
-  return cast(ctx, uniform(ctx, shape, -2.0, 2.0, seed), DType::f64);
-}
-
-void expect_ok(const GradcheckResult& r, const std::string& what) {
-  EXPECT_TRUE(r.ok) << what << ": max error " << r.max_error << " at " << r.worst;
-  EXPECT_GT(r.checked, 0) << what;
-  std::printf("gradcheck %-28s max error %.3g over %lld elements\n", what.c_str(), r.max_error,
-              static_cast<long long>(r.checked));
-}
 
 GradcheckResult check2(ExecContext& ctx, const Array& a, const Array& b,
                        std::function<Array(ExecContext&, const Array&, const Array&)> f) {

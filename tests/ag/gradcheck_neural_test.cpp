@@ -11,22 +11,12 @@
 #include <random>
 
 #include "tempra/ag/backward.h"
+#include "ag/gradcheck_support.h"
 #include "tempra/ag/gradcheck.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra::ag {
 namespace {
-
-Array anywhere(ExecContext& ctx, const Dims& shape, uint64_t seed, double low = -2.0, double high = 2.0) {
-  return cast(ctx, uniform(ctx, shape, low, high, seed), DType::f64);
-}
-
-void expect_ok(const GradcheckResult& r, const std::string& what) {
-  EXPECT_TRUE(r.ok) << what << ": max error " << r.max_error << " at " << r.worst;
-  EXPECT_GT(r.checked, 0) << what;
-  std::printf("gradcheck %-44s max error %.3g over %lld elements\n", what.c_str(), r.max_error,
-              static_cast<long long>(r.checked));
-}
 
 TEST(GradcheckNorm, RmsNormInputAndWeight) {
   ExecContext ctx;

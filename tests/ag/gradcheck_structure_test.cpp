@@ -7,22 +7,12 @@
 #include <cstdio>
 
 #include "tempra/ag/backward.h"
+#include "ag/gradcheck_support.h"
 #include "tempra/ag/gradcheck.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra::ag {
 namespace {
-
-Array anywhere(ExecContext& ctx, const Dims& shape, uint64_t seed) {
-  return cast(ctx, uniform(ctx, shape, -2.0, 2.0, seed), DType::f64);
-}
-
-void expect_ok(const GradcheckResult& r, const std::string& what) {
-  EXPECT_TRUE(r.ok) << what << ": max error " << r.max_error << " at " << r.worst;
-  EXPECT_GT(r.checked, 0) << what;
-  std::printf("gradcheck %-28s max error %.3g over %lld elements\n", what.c_str(), r.max_error,
-              static_cast<long long>(r.checked));
-}
 
 TEST(GradcheckStructure, ConcatStackAndSplit) {
   ExecContext ctx;
