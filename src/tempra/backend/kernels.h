@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "tempra/backend/kernel_args.h"
+#include "tempra/core/dtype.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/core/half.h"
 #include "tempra/core/tensor_ref.h"
@@ -100,6 +101,15 @@ template <class W>
 using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w,
                                 int64_t ldw, float* c, int64_t ldc, ThreadPool&);
 
+// c[m, n] = a[m, k] . w[n, k]^T with w block-quantized (any dtype with a quant::QuantFormat):
+// row j of w is the w_type.bytes_for(k) bytes at w + j * w_type.bytes_for(k), k a multiple of
+// the format's block size. Each weight is decoded by the format's reference dequantize_row and
+// the products accumulate in f32: the rounding class of an f32 GEMM on the decoded weights.
+// Decoding costs n k per call whatever m is, so this is the prefill path (m > 32); decode steps
+// belong to the quantized dots (quant_dot.h), which never dequantize.
+using QuantWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                                 DType w_type, float* c, int64_t ldc, ThreadPool&);
+
 // Conversion of n contiguous elements with tempra/core/half.h's contract: widening is exact,
 // narrowing rounds to nearest even (NaN stays NaN). Every backend gives the same bits.
 template <class From, class To>
@@ -118,6 +128,7 @@ struct Kernels {
   FloatKernels<double> f64;
   HalfWeightGemm<f16_t> gemm_f16_weights;
   HalfWeightGemm<bf16_t> gemm_bf16_weights;
+  QuantWeightGemm gemm_quant_weights;
   Conversion<f16_t, float> f16_to_f32;
   Conversion<bf16_t, float> bf16_to_f32;
   Conversion<float, f16_t> f32_to_f16;

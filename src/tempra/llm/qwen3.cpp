@@ -143,9 +143,17 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
 
 namespace {
 
+// Past this many rows, exact numerics multiply block-quantized weights with the decoding GEMM
+// (Kernels::gemm_quant_weights): its decode of all n k weights is then spread over enough rows
+// to beat the integer dots (the native GEMM's own skinny/packed threshold). Fewer rows, decode
+// steps among them, keep the quantized dots, which never dequantize.
+constexpr int64_t kDecodedWeightRows = 32;
+
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
-// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. `quantized`: room for m
-// activation rows in the weight's partner format.
+// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations, except for block-quantized
+// weights under exact numerics past kDecodedWeightRows rows, which ops::linear still runs
+// through the quantized dots. `quantized`: room for m activation rows in the weight's partner
+// format.
 void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Qwen3Numerics numerics) {
   const int64_t n = w.dim(0), k = w.dim(1);
@@ -166,6 +174,9 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
     kernels.gemm_f16_weights(m, n, k, x, k, w.data<f16_t>(), k, y, n, ctx.threads());
   } else if (w.dtype() == DType::bf16) {
     kernels.gemm_bf16_weights(m, n, k, x, k, w.data<bf16_t>(), k, y, n, ctx.threads());
+  } else if (numerics == Qwen3Numerics::exact && m > kDecodedWeightRows) {
+    // Prefill: the weights decoded exactly, the activations kept in f32 (no partner rounding).
+    kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
   } else {
     const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
     const quant::QuantFormat* partner = quant::find_format(dot->activation);

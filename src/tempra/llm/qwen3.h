@@ -12,8 +12,9 @@
 //
 // The graph is llama.cpp's src/models/qwen3.cpp. Parity: with an f32 cache the logits match
 // tools/qwen3_reference.py (float64 NumPy, same file) to 1e-5 of each position's largest logit
-// on both backends for model-scaled f32/f16/bf16 weights (measured <= 1.7e-6 up to 64 tokens),
-// and to 5e-5 on the quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
+// on both backends for model-scaled f32/f16/bf16 weights (measured <= 1.7e-6 up to 64 tokens)
+// and for Q8_0 weights in batches past 32 tokens (<= 2.0e-6), and to 5e-5 on the
+// quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
 //
 // Allocation: one forward pass writes every intermediate into a Qwen3Buffers (named after
 // llama.cpp's tensors, f32, token-major) and reads the KV cache in place (KvCache::attend).
@@ -51,7 +52,9 @@ class Qwen3Model;
 
 // Where tempra may round differently from llama.cpp's CPU backend.
 //   exact: f16/bf16 weight matrices widened to f32 times the f32 activations, attention in f32
-//          over the widened cache (what tools/qwen3_reference.py computes in float64).
+//          over the widened cache (what tools/qwen3_reference.py computes in float64); with
+//          more than 32 tokens in the batch, block-quantized matrices too are decoded exactly
+//          and multiplied in f32 (Kernels::gemm_quant_weights: prefill at GEMM speed).
 //   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
 //          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
 //          converts src1 before the dot; products of two halves are exact in f32), and with an
@@ -59,8 +62,9 @@ class Qwen3Model;
 //          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
 //          from 64 query rows ggml's tiled kernel is f32 throughout, as tempra's attention).
 //          tests/llm/qwen3_oracle_test.cpp measures what each costs.
-// Quantized weights always see their partner format (Q8_0, Q8_K), as in ggml; f32 weights are
-// always exact.
+// Otherwise quantized weights see their partner format (Q8_0, Q8_K) as in ggml: the activation
+// rows are rounded to it and the integer dots never dequantize (every decode step, and every
+// batch under ggml numerics). f32 weights are always exact.
 enum class Qwen3Numerics : uint8_t { exact, ggml };
 
 // The intermediates of one forward pass of up to `tokens` tokens, f32 and token-major, plus the

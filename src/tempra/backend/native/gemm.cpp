@@ -19,6 +19,16 @@
 // - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
+// - Block-quantized weights (gemm_quant_weights, c = a w^T, w in any format of quant/formats.h):
+//   the packed path only, its slices kQuantKc = 256 deep instead of kKc, so that every slice of
+//   a weight row is whole blocks (a block is 32 or 256 elements). Packing a panel decodes each
+//   weight row's blocks in [p0, p0 + kc) with the format's reference dequantize_row and scatters
+//   them into the strips, once per panel for all threads; a last partial panel decodes only its
+//   own rows. The decoded weights are the reference decoder's exact f32 values, so the rounding
+//   class and tolerance are again those of the f32 GEMM, on the decoded weights. Decoding costs
+//   n k per product whatever m is and pays off only over many rows: the prefill path. Decode
+//   steps (m <= kSkinnyRows) belong to the quantized dots (backend/quant_dot.h), which never
+//   dequantize; choosing between them is the caller's (llm/qwen3.cpp's linear_rows).
 // - With -DTEMPRA_BLAS=openblas, f32 products that would take the packed path and whose
 //   operands each have a unit stride go to cblas_sgemm on as many OpenBLAS threads as the pool
 //   has. That gives up one promise: OpenBLAS's results can change with its thread count
@@ -26,15 +36,20 @@
 //   is deterministic for a fixed thread count only. gemm_provider() says which build this is.
 //
 // Against the scalar kernel (plain multiply-add in increasing p) the difference is rounding
-// only: |native - scalar| <= ~2 k eps sum_p |a_ip b_pj| (tests/backend/native_parity_test.cpp).
+// only: |native - scalar| <= ~2 k eps sum_p |a_ip b_pj| (tests/backend/native_gemm_parity_test.cpp),
+// and quantized weights are held to that bound against a float64 product
+// (tests/backend/native_quant_gemm_test.cpp).
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <type_traits>
 #include <utility>
 
 #include "tempra/backend/native/native.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/native/simd.h"
+#include "tempra/quant/blocks.h"
+#include "tempra/quant/formats.h"
 
 #if TEMPRA_BLAS_OPENBLAS
 #include <cblas.h>
@@ -55,6 +70,9 @@ constexpr int kMr = 8, kNv = 3;  // NEON: 24 accumulators of 32 registers
 #endif
 constexpr int kNr = kNv * kLanes;
 constexpr int64_t kKc = 384;                      // a kMr x kKc strip + kKc x kNr strip fit in L1/L2
+// Quantized weights: a multiple of every block size (the 256 of the K-quants' super-block), and
+// under kKc so the strips stay where kKc's do (a kNr x 256 strip of b is 48 KiB on AVX-512).
+constexpr int64_t kQuantKc = quant::kSuperBlock;
 constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc stays in L2
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
@@ -176,11 +194,39 @@ void pack_a(const float* a, int64_t a_row, int64_t a_col, int64_t i0, int64_t mc
   }
 }
 
-template <class B>
-void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const B* b,
-                 int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
+// Packs rows j0 .. j0 + nc of a block-quantized w[n, k] (b = w^T; rows of row_bytes bytes) over
+// the block-aligned depth [p0, p0 + kc), kc <= Kc, into pack_b's strips. Each row's segment is
+// decoded whole, only the blocks in range, then scattered into its column of the strip, as
+// pack_b's "columns" branch widens f16 rows.
+template <int64_t Kc>
+void pack_b_quantized(const uint8_t* w, size_t row_bytes, const quant::QuantFormat& format, int64_t p0, int64_t kc,
+                      int64_t j0, int64_t nc, float* packed, ThreadPool& pool) {
+  const int64_t strips = (nc + kNr - 1) / kNr;
+  const size_t segment_offset = size_t(p0 / format.block_elems) * size_t(format.block_bytes);
+  // A strip decodes kNr x kc weights (12k on AVX-512), enough to be a task of its own.
+  pool.parallel_for(strips, 1, [&](int64_t first, int64_t last) {
+    alignas(64) float segment[Kc];
+    for (int64_t s = first; s < last; ++s) {
+      float* dst = packed + s * kc * kNr;
+      const int64_t width = std::min<int64_t>(kNr, nc - s * kNr);
+      if (width < kNr)
+        for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
+      for (int64_t j = 0; j < width; ++j) {
+        format.dequantize_row(w + size_t(j0 + s * kNr + j) * row_bytes + segment_offset, segment, kc);
+        for (int64_t p = 0; p < kc; ++p) dst[p * kNr + j] = segment[p];
+      }
+    }
+  });
+}
+
+// c = a b over Kc-deep slices of k (Kc: kKc, or kQuantKc for block-aligned slices of quantized
+// weights). pack_panel(p0, kc, j0, nc, packed) packs b[p0 : p0 + kc, j0 : j0 + nc] into
+// kNr-column strips laid out as pack_b's.
+template <int64_t Kc, class PackPanel>
+void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col,
+                 const PackPanel& pack_panel, float* c, int64_t ldc, ThreadPool& pool) {
   const int64_t row_blocks = (m + kMc - 1) / kMc;
-  float* packed_b = thread_scratch(0).floats(kKc * ((std::min(n, kNc) + kNr - 1) / kNr) * kNr);
+  float* packed_b = thread_scratch(0).floats(Kc * ((std::min(n, kNc) + kNr - 1) / kNr) * kNr);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nc = std::min(kNc, n - j0);
     const int64_t strips = (nc + kNr - 1) / kNr;
@@ -188,11 +234,11 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
     // thread work; each task re-packs its a block, which costs 1/group_strips of its compute.
     const int64_t groups = std::clamp<int64_t>(2 * pool.size() / row_blocks, 1, std::max<int64_t>(1, strips / 8));
     const int64_t strips_per_group = (strips + groups - 1) / groups;
-    for (int64_t p0 = 0; p0 < k; p0 += kKc) {
-      const int64_t kc = std::min(kKc, k - p0);
-      pack_b(b, b_row, b_col, p0, kc, j0, nc, packed_b, pool);
+    for (int64_t p0 = 0; p0 < k; p0 += Kc) {
+      const int64_t kc = std::min(Kc, k - p0);
+      pack_panel(p0, kc, j0, nc, packed_b);
       pool.parallel_for(row_blocks * groups, 1, [&](int64_t first, int64_t last) {
-        float* packed_a = thread_scratch(1).floats(kKc * kMc);
+        float* packed_a = thread_scratch(1).floats(Kc * kMc);
         for (int64_t task = first; task < last; ++task) {
           const int64_t i0 = (task / groups) * kMc, mc = std::min(kMc, m - i0);
           const int64_t s0 = (task % groups) * strips_per_group, s1 = std::min(strips, s0 + strips_per_group);
@@ -326,6 +372,14 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   });
 }
 
+// gemm_packed's pack_panel for a b of floats or 16-bit floats at (row, column) strides.
+template <class B>
+auto panels_of(const B* b, int64_t b_row, int64_t b_col, ThreadPool& pool) {
+  return [=, &pool](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* packed) {
+    pack_b(b, b_row, b_col, p0, kc, j0, nc, packed, pool);
+  };
+}
+
 // Products with no output, or no depth (c = 0): true when handled here.
 bool empty_product(int64_t m, int64_t n, int64_t k, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return true;
@@ -365,7 +419,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
   // waste most of the micro-kernel on padding. Transposed, c^T = b^T a^T is the skinny case,
   // with the rows of a (contiguous) as the "weights".
   if (n <= kSkinnyRows && a_col == 1) return gemm_skinny_dots(n, m, k, b, b_col, b_row, a, a_row, c, 1, ldc, pool);
-  gemm_packed(m, n, k, a, a_row, a_col, b, b_row, b_col, c, ldc, pool);
+  gemm_packed<kKc>(m, n, k, a, a_row, a_col, panels_of(b, b_row, b_col, pool), c, ldc, pool);
 }
 
 template <class W>
@@ -373,7 +427,20 @@ void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
                        float* c, int64_t ldc, ThreadPool& pool) {
   if (empty_product(m, n, k, c, ldc)) return;
   if (m <= kSkinnyRows) return gemm_skinny_dots(m, n, k, a, lda, 1, w, ldw, c, ldc, 1, pool);
-  gemm_packed(m, n, k, a, lda, 1, w, 1, ldw, c, ldc, pool);
+  gemm_packed<kKc>(m, n, k, a, lda, 1, panels_of(w, 1, ldw, pool), c, ldc, pool);
+}
+
+void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w, DType w_type,
+                        float* c, int64_t ldc, ThreadPool& pool) {
+  if (empty_product(m, n, k, c, ldc)) return;
+  const quant::QuantFormat& format = *quant::find_format(w_type);
+  assert(kQuantKc % format.block_elems == 0);
+  const size_t row_bytes = w_type.bytes_for(k);
+  const auto* rows = static_cast<const uint8_t*>(w);
+  auto panels = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* packed) {
+    pack_b_quantized<kQuantKc>(rows, row_bytes, format, p0, kc, j0, nc, packed, pool);
+  };
+  gemm_packed<kQuantKc>(m, n, k, a, lda, 1, panels, c, ldc, pool);
 }
 
 template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,

@@ -7,6 +7,8 @@
 #include <algorithm>
 
 #include "tempra/backend/scalar/scalar.h"
+#include "tempra/quant/blocks.h"
+#include "tempra/quant/formats.h"
 
 namespace tempra::scalar {
 namespace {
@@ -54,6 +56,32 @@ void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
         for (int64_t p = 0; p < k; ++p) sum += a[i * lda + p] * to_f32(w[j * ldw + p]);
         c[i * ldc + j] = sum;
       }
+  });
+}
+
+// c[i, j] = sum_p a[i, p] * decode(w)[j, p], in increasing p: gemm_half_weights over the
+// decoded weights. Each block of a weight row is decoded as it is reached, into a block on the
+// stack (the kernel allocates nothing), and c[i, j] holds the running sum between blocks, which
+// changes no rounding: a float stored and reloaded is the same float.
+void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w, DType w_type,
+                        float* c, int64_t ldc, ThreadPool& pool) {
+  const quant::QuantFormat& format = *quant::find_format(w_type);
+  const int64_t block_elems = format.block_elems;
+  const size_t row_bytes = w_type.bytes_for(k);
+  pool.parallel_for(n, std::max<int64_t>(1, 65536 / (m * k + 1)), [&](int64_t first, int64_t last) {
+    float block[quant::kSuperBlock];  // the largest block of any format
+    for (int64_t j = first; j < last; ++j) {
+      const auto* row = static_cast<const uint8_t*>(w) + size_t(j) * row_bytes;
+      for (int64_t i = 0; i < m; ++i) c[i * ldc + j] = 0;
+      for (int64_t p0 = 0; p0 < k; p0 += block_elems) {
+        format.dequantize_row(row + size_t(p0 / block_elems) * format.block_bytes, block, block_elems);
+        for (int64_t i = 0; i < m; ++i) {
+          float sum = c[i * ldc + j];
+          for (int64_t p = 0; p < block_elems; ++p) sum += a[i * lda + p0 + p] * block[p];
+          c[i * ldc + j] = sum;
+        }
+      }
+    }
   });
 }
 

@@ -1,0 +1,132 @@
+// tests/backend/native_quant_gemm_test.cpp: the GEMM over block-quantized weights
+// (Kernels::gemm_quant_weights, c = a w^T) against a float64 product, on both backends.
+//
+// The reference decodes w with the format's reference decoder (quant/formats.h, itself held to
+// ggml by tests/quant) and multiplies in double. Both kernels multiply the same decoded f32
+// weights in f32, so the tolerance is the f32 GEMM's (native_gemm_parity_test.cpp): each f32
+// sum of k products is within ~k eps sum_p |a_ip w_jp| of the exact one, and we allow
+// 2 k eps sum_p |a_ip w_jp|. A slip in decoding or packing (a wrong block, row or column)
+// misses by about sum_p |a_ip w_jp| / sqrt(k), thousands of times the bound. Shapes: m past the
+// skinny threshold (33) and past one row block (257), n not a multiple of kNr, k of one to five
+// 256-deep slices, one product wider than a b panel (kNc), a partial last slice of 32-element
+// blocks, and rows below the skinny threshold (the kernel is correct for any m, even where the
+// quantized dots are the better choice); the native kernel must agree bitwise on 1 and 2 threads.
+#include <algorithm>
+#include <cfloat>
+#include <cstdio>
+#include <string>
+
+#include "backend/parity.h"
+#include "tempra/quant/formats.h"
+
+namespace tempra {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+// Every pair of m in {33, 100, 257} and n in {70, 1000}, each k in {256, 768, 1280} twice.
+const Shape kCover[] = {{33, 70, 256},    {33, 1000, 1280}, {100, 70, 1280},
+                        {100, 1000, 768}, {257, 70, 768},   {257, 1000, 256}};
+
+// The worst error over the products checked so far for one format, for the summary line.
+struct Worst {
+  double abs_error = 0;    // max |c - reference|
+  double bound_ratio = 0;  // max |c - reference| / bound
+  double magnitude = 0;    // max |reference|
+};
+
+void check_quant_gemm(const quant::QuantFormat& format, Shape s, Worst& worst) {
+  const auto [m, n, k] = s;
+  SCOPED_TRACE(std::string(format.name) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+               " k=" + std::to_string(k));
+  const int64_t lda = k + 3;  // padded rows: the stride is honoured
+  const auto a = parity::random_floats(size_t(m * lda), uint64_t(m + k));
+  const auto w_values = parity::random_floats(size_t(n * k), uint64_t(n + k), -2, 2);
+  const size_t row_bytes = format.dtype.bytes_for(k);
+  // Exactly n rows: a decode past the last row or block is an ASan error.
+  std::vector<uint8_t> w(n * row_bytes);
+  for (int64_t j = 0; j < n; ++j) format.quantize_row(w_values.data() + j * k, w.data() + j * row_bytes, k);
+  std::vector<float> decoded(size_t(n * k));
+  for (int64_t j = 0; j < n; ++j) format.dequantize_row(w.data() + j * row_bytes, decoded.data() + j * k, k);
+
+  std::vector<double> exact(size_t(m * n)), bound(size_t(m * n));
+  std::vector<float> want(size_t(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double product = double(a[i * lda + p]) * decoded[j * k + p];
+        sum += product;
+        magnitude += std::abs(product);
+      }
+      exact[i * n + j] = sum;
+      want[i * n + j] = float(sum);  // within 0.5 eps |sum|: the bound holds this rounding too
+      bound[i * n + j] = 2.0 * k * FLT_EPSILON * magnitude + 1e-30;
+    }
+
+  ThreadPool one(1), two(2);
+  std::vector<float> scalar(m * n, NAN), native(m * n, NAN), native2(m * n, NAN);
+  scalar_kernels().gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, scalar.data(), n, one);
+  const Kernels& nat = kernels_for(Backend::native);
+  nat.gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, native.data(), n, one);
+  nat.gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, native2.data(), n, two);
+  EXPECT_TRUE(parity::within(scalar, want, bound)) << "scalar";
+  EXPECT_TRUE(parity::within(native, want, bound)) << "native";
+  EXPECT_TRUE(parity::bitwise_equal(native2, native)) << "native, 1 vs 2 threads";
+  for (size_t e = 0; e < native.size(); ++e) {
+    const double err = std::abs(double(native[e]) - exact[e]);
+    worst.abs_error = std::max(worst.abs_error, err);
+    worst.bound_ratio = std::max(worst.bound_ratio, err / bound[e]);
+    worst.magnitude = std::max(worst.magnitude, std::abs(exact[e]));
+  }
+}
+
+void report(const quant::QuantFormat& format, const Worst& worst) {
+  std::printf("[quant gemm] %-6s native: max |error| %.3g (max |c| %.3g), max error / bound %.3g\n",
+              std::string(format.name).c_str(), worst.abs_error, worst.magnitude, worst.bound_ratio);
+}
+
+TEST(NativeQuantGemm, HotFormatsMatchFloat64OverEveryShape) {
+  for (const char* name : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k"}) {
+    const quant::QuantFormat& format = *quant::find_format(name);
+    Worst worst;
+    for (Shape s : kCover) check_quant_gemm(format, s, worst);
+    report(format, worst);
+  }
+}
+
+TEST(NativeQuantGemm, EveryDecodableFormatMatchesFloat64) {
+  for (const quant::QuantFormat& format : quant::formats()) {
+    if (format.quantize_row == nullptr) continue;  // no encoder to make test weights with
+    Worst worst;
+    check_quant_gemm(format, {100, 70, 768}, worst);
+    report(format, worst);
+  }
+}
+
+TEST(NativeQuantGemm, PanelsSlicesAndFewRows) {
+  const quant::QuantFormat& q4_k = *quant::find_format("q4_k");
+  const quant::QuantFormat& q8_0 = *quant::find_format("q8_0");
+  Worst worst;
+  check_quant_gemm(q4_k, {33, 6200, 256}, worst);  // past kNc (6144 columns on AVX-512, 2048 on AVX2)
+  check_quant_gemm(q8_0, {40, 37, 288}, worst);    // a last slice of one 32-element block
+  check_quant_gemm(q8_0, {100, 130, 32}, worst);   // a single, partial slice
+  for (int64_t m : {1, 5, 32}) check_quant_gemm(q4_k, {m, 70, 512}, worst);
+}
+
+TEST(NativeQuantGemm, EmptyProductsWriteZerosOrNothing) {
+  ThreadPool pool(1);
+  const quant::QuantFormat& q8_0 = *quant::find_format("q8_0");
+  const float a = 0;
+  const uint8_t w = 0;
+  for (const Kernels* table : {&scalar_kernels(), &kernels_for(Backend::native)}) {
+    std::vector<float> c(6, NAN);
+    table->gemm_quant_weights(2, 3, 0, &a, 0, &w, q8_0.dtype, c.data(), 3, pool);
+    for (float x : c) EXPECT_EQ(x, 0.0f) << table->name;
+  }
+}
+
+}  // namespace
+}  // namespace tempra
