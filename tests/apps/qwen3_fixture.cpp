@@ -1,6 +1,6 @@
-// tests/apps/qwen3_fixture.cpp: see qwen3_fixture.h. Shapes follow llama.cpp's
-// src/models/qwen3.cpp (ggml order, innermost first); keys follow its qwen3 hparams loader and
-// llama-vocab.cpp's gpt2 branch.
+// tests/apps/qwen3_fixture.cpp: see qwen3_fixture.h. The hyperparameter keys and the tensor
+// table are the synthesizer's (llm/qwen3_synth.h: llama.cpp's qwen3 hparams loader and
+// src/models/qwen3.cpp); the tokenizer keys follow llama-vocab.cpp's gpt2 branch.
 #include "apps/qwen3_fixture.h"
 
 #include <cmath>
@@ -12,6 +12,7 @@
 
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_writer.h"
+#include "tempra/llm/qwen3_synth.h"
 
 namespace tempra::testing {
 namespace {
@@ -72,16 +73,17 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
   m.add("general.architecture", {std::string("qwen3")});
   m.add("general.name", {std::string("tempra-tiny-qwen3")});
   m.add("general.file_type", {uint32_t{s.weight_type == 0 ? 0u : s.weight_type == 1 ? 1u : 32u}});
-  m.add("qwen3.block_count", {uint32_t(s.n_layer)});
-  m.add("qwen3.context_length", {uint32_t{256}});
-  m.add("qwen3.embedding_length", {uint32_t(s.n_embd)});
-  m.add("qwen3.feed_forward_length", {uint32_t(s.n_ff)});
-  m.add("qwen3.attention.head_count", {uint32_t(s.n_head)});
-  m.add("qwen3.attention.head_count_kv", {uint32_t(s.n_head_kv)});
-  m.add("qwen3.attention.key_length", {uint32_t(s.head_dim)});
-  m.add("qwen3.attention.value_length", {uint32_t(s.head_dim)});
-  m.add("qwen3.rope.freq_base", {1000000.0f});
-  m.add("qwen3.attention.layer_norm_rms_epsilon", {1e-6f});
+  // The synthesizer's table of hyperparameters and tensors, for this spec's shape.
+  const llm::SynthQwen3Spec shape{.n_layer = s.n_layer,
+                                  .n_embd = s.n_embd,
+                                  .n_ff = s.n_ff,
+                                  .n_head = s.n_head,
+                                  .n_head_kv = s.n_head_kv,
+                                  .head_dim = s.head_dim,
+                                  .n_vocab = s.n_vocab,
+                                  .tied_embeddings = s.tied_embeddings,
+                                  .context_length = 256};
+  llm::add_qwen3_hparams(m, shape);
 
   // gpt2 BPE: single characters, their merges "t 0".."t 9", then unique filler names; the last
   // token is the control token <|endoftext|> (bos and eos).
@@ -104,31 +106,11 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
   m.add("tokenizer.ggml.add_bos_token", {false});
 
   Weights gen(s.seed);
-  const int32_t wt = s.weight_type;
-  auto add = [&](const std::string& name, std::vector<int64_t> ne, std::shared_ptr<std::vector<std::byte>> bytes,
-                 int32_t type) { w.add_tensor(name, type, ne, *bytes, bytes); };
-  auto add_matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
-    add(name, {cols, rows}, gen.matrix(cols, rows, wt), wt);
-  };
-  auto add_norm = [&](const std::string& name, int64_t n) { add(name, {n}, gen.norm(n), 0); };
-
-  const int64_t q_dim = int64_t(s.n_head) * s.head_dim, kv_dim = int64_t(s.n_head_kv) * s.head_dim;
-  add_matrix("token_embd.weight", s.n_embd, s.n_vocab);
-  add_norm("output_norm.weight", s.n_embd);
-  if (!s.tied_embeddings) add_matrix("output.weight", s.n_embd, s.n_vocab);
-  for (int i = 0; i < s.n_layer; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    add_norm(p + "attn_norm.weight", s.n_embd);
-    add_matrix(p + "attn_q.weight", s.n_embd, q_dim);
-    add_matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    add_matrix(p + "attn_v.weight", s.n_embd, kv_dim);
-    add_matrix(p + "attn_output.weight", q_dim, s.n_embd);
-    add_norm(p + "attn_q_norm.weight", s.head_dim);
-    add_norm(p + "attn_k_norm.weight", s.head_dim);
-    add_norm(p + "ffn_norm.weight", s.n_embd);
-    add_matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    add_matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
-    add_matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  for (const llm::Qwen3Tensor& t : llm::qwen3_tensors(shape)) {
+    const bool norm = t.kind == llm::Qwen3Tensor::Kind::norm;
+    const int32_t type = norm ? 0 : s.weight_type;
+    std::shared_ptr<std::vector<std::byte>> bytes = norm ? gen.norm(t.ne[0]) : gen.matrix(t.ne[0], t.ne[1], type);
+    w.add_tensor(t.name, type, t.ne, *bytes, bytes);
   }
   w.write(path);
 }

@@ -138,27 +138,20 @@ struct TensorPlan {
 
 std::vector<TensorPlan> plan_tensors(const SynthQwen3Spec& s, int32_t weight_type) {
   std::vector<TensorPlan> plans;
-  const auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
-    plans.push_back({std::move(name), {cols, rows}, weight_type, 0.0f, static_cast<float>(1.0 / std::sqrt(cols))});
-  };
-  const auto norm = [&](std::string name, int64_t n) { plans.push_back({std::move(name), {n}, 0, 1.0f, 0.05f}); };
-  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
-  plans.push_back({"token_embd.weight", {s.n_embd, s.n_vocab}, weight_type, 0.0f, 0.02f});
-  norm("output_norm.weight", s.n_embd);
-  if (!s.tied_embeddings) matrix("output.weight", s.n_embd, s.n_vocab);
-  for (int i = 0; i < s.n_layer; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    norm(p + "attn_norm.weight", s.n_embd);
-    matrix(p + "attn_q.weight", s.n_embd, q_dim);
-    matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    matrix(p + "attn_v.weight", s.n_embd, kv_dim);
-    matrix(p + "attn_output.weight", q_dim, s.n_embd);
-    norm(p + "attn_q_norm.weight", s.head_dim);
-    norm(p + "attn_k_norm.weight", s.head_dim);
-    norm(p + "ffn_norm.weight", s.n_embd);
-    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
-    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  for (Qwen3Tensor& t : qwen3_tensors(s)) {
+    switch (t.kind) {
+      case Qwen3Tensor::Kind::embedding:
+        plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, 0.02f});
+        break;
+      case Qwen3Tensor::Kind::matrix: {
+        const auto scale = static_cast<float>(1.0 / std::sqrt(t.ne[0]));  // 1/sqrt(row length)
+        plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, scale});
+        break;
+      }
+      case Qwen3Tensor::Kind::norm:
+        plans.push_back({std::move(t.name), std::move(t.ne), 0, 1.0f, 0.05f});
+        break;
+    }
   }
   return plans;
 }
@@ -204,6 +197,47 @@ SynthQwen3Spec SynthQwen3Spec::qwen3_0_6b() {
           .n_vocab = 151936,
           .tied_embeddings = true,
           .context_length = 40960};
+}
+
+std::vector<Qwen3Tensor> qwen3_tensors(const SynthQwen3Spec& s) {
+  std::vector<Qwen3Tensor> tensors;
+  using Kind = Qwen3Tensor::Kind;
+  const auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
+    tensors.push_back({std::move(name), {cols, rows}, Kind::matrix});
+  };
+  const auto norm = [&](std::string name, int64_t n) { tensors.push_back({std::move(name), {n}, Kind::norm}); };
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  tensors.push_back({"token_embd.weight", {s.n_embd, s.n_vocab}, Kind::embedding});
+  norm("output_norm.weight", s.n_embd);
+  if (!s.tied_embeddings) matrix("output.weight", s.n_embd, s.n_vocab);
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    norm(p + "attn_norm.weight", s.n_embd);
+    matrix(p + "attn_q.weight", s.n_embd, q_dim);
+    matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+    matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    norm(p + "attn_q_norm.weight", s.head_dim);
+    norm(p + "attn_k_norm.weight", s.head_dim);
+    norm(p + "ffn_norm.weight", s.n_embd);
+    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  }
+  return tensors;
+}
+
+void add_qwen3_hparams(io::GgufMetadata& m, const SynthQwen3Spec& s) {
+  m.add("qwen3.block_count", {uint32_t(s.n_layer)});
+  m.add("qwen3.context_length", {uint32_t(s.context_length)});
+  m.add("qwen3.embedding_length", {uint32_t(s.n_embd)});
+  m.add("qwen3.feed_forward_length", {uint32_t(s.n_ff)});
+  m.add("qwen3.attention.head_count", {uint32_t(s.n_head)});
+  m.add("qwen3.attention.head_count_kv", {uint32_t(s.n_head_kv)});
+  m.add("qwen3.rope.freq_base", {static_cast<float>(s.rope_freq_base)});
+  m.add("qwen3.attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
+  m.add("qwen3.attention.key_length", {uint32_t(s.head_dim)});
+  m.add("qwen3.attention.value_length", {uint32_t(s.head_dim)});
 }
 
 int64_t hf_tokenizer_size(const fs::path& tokenizer_dir) {
@@ -321,16 +355,7 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
   m.add("general.name", {std::string("tempra-synthetic-qwen3")});
   m.add("general.file_type", {uint32_t(weight_type == 0 ? 0 : weight_type == 1 ? 1 : 32)});  // LLAMA_FTYPE_*
   m.add("general.quantization_version", {uint32_t{2}});
-  m.add("qwen3.block_count", {uint32_t(s.n_layer)});
-  m.add("qwen3.context_length", {uint32_t(s.context_length)});
-  m.add("qwen3.embedding_length", {uint32_t(s.n_embd)});
-  m.add("qwen3.feed_forward_length", {uint32_t(s.n_ff)});
-  m.add("qwen3.attention.head_count", {uint32_t(s.n_head)});
-  m.add("qwen3.attention.head_count_kv", {uint32_t(s.n_head_kv)});
-  m.add("qwen3.rope.freq_base", {static_cast<float>(s.rope_freq_base)});
-  m.add("qwen3.attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
-  m.add("qwen3.attention.key_length", {uint32_t(s.head_dim)});
-  m.add("qwen3.attention.value_length", {uint32_t(s.head_dim)});
+  add_qwen3_hparams(m, s);
   if (s.tokenizer_dir.empty())
     add_synthetic_tokenizer_metadata(m, s.n_vocab);
   else

@@ -24,6 +24,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "tempra/core/dtype.h"
 #include "tempra/io/gguf_value.h"
@@ -47,6 +49,25 @@ struct SynthQwen3Spec {
   // vocab 151936, tied, theta 1e6, eps 1e-6, context 40960.
   static SynthQwen3Spec qwen3_0_6b();
 };
+
+// One tensor of a Qwen3 GGUF: its name, its shape in ggml order (innermost first) and what it
+// holds (norms are f32; the embedding and the matrices are in spec.weight_type).
+struct Qwen3Tensor {
+  enum class Kind { embedding, matrix, norm };
+  std::string name;
+  std::vector<int64_t> ne;
+  Kind kind = Kind::matrix;
+};
+
+// Every tensor llama.cpp's src/models/qwen3.cpp creates for spec's shape, in the order the
+// synthesizer writes them: token_embd, output_norm, output (only when not tied), then per layer
+// attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate,
+// ffn_up, ffn_down. Reads only the shape fields and tied_embeddings.
+std::vector<Qwen3Tensor> qwen3_tensors(const SynthQwen3Spec& spec);
+
+// The qwen3.* hyperparameters llama.cpp's qwen3 loader reads (block count, context length,
+// widths, head counts, rope base, norm epsilon, key/value lengths), from spec.
+void add_qwen3_hparams(io::GgufMetadata& metadata, const SynthQwen3Spec& spec);
 
 // Throws tempra::Error naming the first invalid field (positive sizes, n_head a multiple of
 // n_head_kv, even head_dim, weight type, vocab large enough for the tokenizer).
