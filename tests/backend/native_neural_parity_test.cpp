@@ -4,10 +4,11 @@
 // Tolerances: rope is bitwise (same cos/sin, same products); the norms reassociate one sum of
 // n terms: 1e-5 relative + 1e-6 absolute; attention uses an online softmax and FMA dot
 // products: 2e-5 relative + 2e-6 absolute on outputs of magnitude ~1. 1 and 2 threads bitwise.
-// cache_attention (over a KV cache in place, f32 or f16 rows): scalar's f16 entry is bitwise
-// scalar attention over the widened copy (the specification); native's is held to it with
-// attention's tolerance.
+// cache_attention (over a KV cache in place, f32, f16 or Q8_0 rows): scalar's f16 and Q8_0
+// entries are bitwise scalar attention over the widened copy (the specification); native's are
+// held to it with attention's tolerance.
 #include "backend/parity.h"
+#include "tempra/quant/reference.h"
 
 namespace tempra {
 namespace {
@@ -123,36 +124,54 @@ TEST(NativeAttentionParity, FullyMaskedRowMatchesScalarNaN) {
   EXPECT_TRUE(parity::bitwise_equal(got, want));
 }
 
-// A KV cache [kv_heads, capacity, head_dim] with kv_len positions filled, q token-major.
-void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
-  SCOPED_TRACE("Hq " + std::to_string(q_heads) + " Hkv " + std::to_string(kv_heads) + " Tq " + std::to_string(q_len) +
-               " Tk " + std::to_string(kv_len) + " D " + std::to_string(head_dim));
-  const int64_t capacity = kv_len + 3, D = head_dim;
-  const auto q = parity::random_floats(q_len * q_heads * D, 5, -2, 2);
-  const auto k32 = parity::random_floats(kv_heads * capacity * D, 6, -2, 2);
-  const auto v32 = parity::random_floats(kv_heads * capacity * D, 7);
-  std::vector<f16_t> k16(k32.size()), v16(v32.size());
-  for (size_t i = 0; i < k32.size(); ++i) k16[i] = to_f16(k32[i]), v16[i] = to_f16(v32[i]);
-  // The specification: attention<float> on a contiguous widened copy of the prefix, q and out
-  // permuted from token-major to [heads, positions, dim].
+// The specification of attention over a KV cache [kv_heads, capacity, head_dim] whose rows,
+// widened to f32, are k_wide / v_wide: scalar attention<float> on a contiguous copy of the
+// kv_len-position prefix, q and out permuted from token-major to [heads, positions, dim].
+std::vector<float> cache_attention_specification(const std::vector<float>& q, const std::vector<float>& k_wide,
+                                                 const std::vector<float>& v_wide, int64_t q_heads, int64_t kv_heads,
+                                                 int64_t q_len, int64_t kv_len, int64_t D, int64_t capacity) {
   std::vector<float> kw(kv_heads * kv_len * D), vw(kw.size()), qh(q.size());
   for (int64_t g = 0; g < kv_heads; ++g)
     for (int64_t j = 0; j < kv_len * D; ++j) {
-      kw[g * kv_len * D + j] = to_f32(k16[g * capacity * D + j]);
-      vw[g * kv_len * D + j] = to_f32(v16[g * capacity * D + j]);
+      kw[g * kv_len * D + j] = k_wide[g * capacity * D + j];
+      vw[g * kv_len * D + j] = v_wide[g * capacity * D + j];
     }
   for (int64_t i = 0; i < q_len; ++i)
     for (int64_t h = 0; h < q_heads; ++h)
       for (int64_t d = 0; d < D; ++d) qh[(h * q_len + i) * D + d] = q[(i * q_heads + h) * D + d];
   const AttentionShape s{1, q_heads, kv_heads, q_len, kv_len, D, D};
   std::vector<float> scores(q_heads * q_len * kv_len), spec_heads(q.size()), spec(q.size());
-  ThreadPool one(1), two(2);
+  ThreadPool one(1);
   parity::scalar_f32().attention(qh.data(), kw.data(), vw.data(), s, {}, true, 0.125, scores.data(),
                                  spec_heads.data(), one);
   for (int64_t i = 0; i < q_len; ++i)
     for (int64_t h = 0; h < q_heads; ++h)
       for (int64_t d = 0; d < D; ++d) spec[(i * q_heads + h) * D + d] = spec_heads[(h * q_len + i) * D + d];
+  return spec;
+}
 
+std::string cache_trace(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
+  return "Hq " + std::to_string(q_heads) + " Hkv " + std::to_string(kv_heads) + " Tq " + std::to_string(q_len) +
+         " Tk " + std::to_string(kv_len) + " D " + std::to_string(head_dim);
+}
+
+// A cache with kv_len positions filled, q token-major, in f16 and f32 rows.
+void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
+  SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim));
+  const int64_t capacity = kv_len + 3, D = head_dim;
+  const auto q = parity::random_floats(q_len * q_heads * D, 5, -2, 2);
+  const auto k32 = parity::random_floats(kv_heads * capacity * D, 6, -2, 2);
+  const auto v32 = parity::random_floats(kv_heads * capacity * D, 7);
+  std::vector<f16_t> k16(k32.size()), v16(v32.size());
+  for (size_t i = 0; i < k32.size(); ++i) k16[i] = to_f16(k32[i]), v16[i] = to_f16(v32[i]);
+  // f32 rows holding the widened values in the same layout: the same bits as f16's below.
+  std::vector<float> k_wide(k16.size()), v_wide(v16.size());
+  for (size_t i = 0; i < k16.size(); ++i) k_wide[i] = to_f32(k16[i]), v_wide[i] = to_f32(v16[i]);
+  const std::vector<float> spec =
+      cache_attention_specification(q, k_wide, v_wide, q_heads, kv_heads, q_len, kv_len, D, capacity);
+
+  std::vector<float> scores(q_heads * q_len * kv_len);
+  ThreadPool one(1), two(2);
   const Kernels& scalar = scalar_kernels();
   const Kernels& native = kernels_for(Backend::native);
   const CacheAttentionArgs<f16_t> a16{q.data(), k16.data(), v16.data(), nullptr, q_heads, kv_heads, q_len,
@@ -169,9 +188,6 @@ void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int
   EXPECT_TRUE(parity::within(native16, spec, parity::relative_bound(spec, 2e-5, 2e-6)));
   EXPECT_TRUE(parity::bitwise_equal(native16_2, native16));
 
-  // f32 rows (the widened values stored as f32 in the same layout): the same bits as f16's.
-  std::vector<float> k_wide(k16.size()), v_wide(v16.size());
-  for (size_t i = 0; i < k16.size(); ++i) k_wide[i] = to_f32(k16[i]), v_wide[i] = to_f32(v16[i]);
   std::vector<float> scalar32(q.size()), native32(q.size());
   const CacheAttentionArgs<float> a32{q.data(), k_wide.data(), v_wide.data(), scalar32.data(), q_heads, kv_heads,
                                       q_len,    kv_len,        D,             capacity * D,    0.125};
@@ -183,12 +199,57 @@ void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int
   EXPECT_TRUE(parity::bitwise_equal(native32, native16)) << "native: f32 rows and equal f16 rows differ";
 }
 
+// The same over Q8_0 rows (head_dim a multiple of 32), ggml's encoder's blocks: scalar is
+// bitwise the specification on the decoded copy, native within attention's tolerance of it and
+// bitwise equal to its own f32 entry on the decoded rows.
+void check_cache_attention_q8_0(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
+  SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim) + " q8_0");
+  const int64_t capacity = kv_len + 3, D = head_dim;
+  const auto q = parity::random_floats(q_len * q_heads * D, 5, -2, 2);
+  const auto k32 = parity::random_floats(kv_heads * capacity * D, 6, -2, 2);
+  const auto v32 = parity::random_floats(kv_heads * capacity * D, 7);
+  std::vector<quant::BlockQ8_0> kq(k32.size() / quant::kBlock32), vq(kq.size());
+  quant::quantize_row_q8_0(k32.data(), kq.data(), int64_t(k32.size()));
+  quant::quantize_row_q8_0(v32.data(), vq.data(), int64_t(v32.size()));
+  std::vector<float> k_wide(k32.size()), v_wide(v32.size());
+  quant::dequantize_row_q8_0(kq.data(), k_wide.data(), int64_t(k_wide.size()));
+  quant::dequantize_row_q8_0(vq.data(), v_wide.data(), int64_t(v_wide.size()));
+  const std::vector<float> spec =
+      cache_attention_specification(q, k_wide, v_wide, q_heads, kv_heads, q_len, kv_len, D, capacity);
+
+  std::vector<float> scores(q_heads * q_len * kv_len), scalar8(q.size()), native8(q.size()), native8_2(q.size()),
+      native32(q.size());
+  ThreadPool one(1), two(2);
+  CacheAttentionArgs<quant::BlockQ8_0> a8{q.data(), kq.data(), vq.data(), scalar8.data(), q_heads, kv_heads,
+                                          q_len,    kv_len,    D,         capacity * D,     0.125};
+  scalar_kernels().cache_attention_q8_0(a8, scores.data(), one);
+  EXPECT_TRUE(parity::bitwise_equal(scalar8, spec)) << "scalar q8_0 cache vs attention on the decoded copy";
+  const Kernels& native = kernels_for(Backend::native);
+  a8.out = native8.data();
+  native.cache_attention_q8_0(a8, scores.data(), one);
+  a8.out = native8_2.data();
+  native.cache_attention_q8_0(a8, scores.data(), two);
+  EXPECT_TRUE(parity::within(native8, spec, parity::relative_bound(spec, 2e-5, 2e-6)));
+  EXPECT_TRUE(parity::bitwise_equal(native8_2, native8));
+  native.cache_attention_f32({q.data(), k_wide.data(), v_wide.data(), native32.data(), q_heads, kv_heads, q_len,
+                              kv_len, D, capacity * D, 0.125},
+                             scores.data(), one);
+  EXPECT_TRUE(parity::bitwise_equal(native8, native32)) << "native: q8_0 rows and their decoded f32 rows differ";
+}
+
 TEST(NativeCacheAttentionParity, F16AndF32RowsInPlace) {
   check_cache_attention(16, 8, 1, 1000, 128);  // Qwen3-0.6B decode step over a long cache
   check_cache_attention(16, 8, 37, 100, 128);  // a prompt batch after a prefix
   check_cache_attention(4, 4, 5, 5, 40);       // head_dim with a partial vector
   check_cache_attention(6, 2, 3, 70, 24);
   for (int64_t kv_len : {1, 2, 15, 16, 17, 63, 64, 65, 129}) check_cache_attention(2, 1, 1, kv_len, 64);
+}
+
+TEST(NativeCacheAttentionParity, Q8_0RowsInPlace) {
+  check_cache_attention_q8_0(16, 8, 1, 1000, 128);
+  check_cache_attention_q8_0(16, 8, 37, 100, 128);
+  check_cache_attention_q8_0(6, 2, 3, 70, 32);
+  for (int64_t kv_len : {1, 17, 64, 65}) check_cache_attention_q8_0(2, 1, 1, kv_len, 64);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 // operator new (every form: a make_shared control block, a std::vector, a std::string of an
 // error message would all show), and takes no buffer from the ExecContext's pool (its stats do
 // not move). Checked for f32, f16 and bf16 weight matrices and for block-quantized ones
-// (Q8_0 and Q4_K_M, made by `tempra quantize`), with f32 and f16 caches, on both backends and
-// with 2 threads, so the thread pool's fork-join is inside the count.
+// (Q8_0 and Q4_K_M, made by `tempra quantize`), with f32, f16 and q8_0 caches, on both
+// backends and with 2 threads, so the thread pool's fork-join is inside the count.
 //
 // This binary replaces operator new for itself only; no other test links it.
 #include <gtest/gtest.h>
@@ -88,8 +88,10 @@ struct Case {
 };
 
 void expect_allocation_free_decode(const Case& c, Backend backend, KvCacheType cache_type) {
-  SCOPED_TRACE(std::string(c.name) + (backend == Backend::native ? " native" : " scalar") +
-               (cache_type == KvCacheType::f16 ? " f16 cache" : " f32 cache"));
+  const char* cache_name = cache_type == KvCacheType::f16 ? " f16 cache"
+                           : cache_type == KvCacheType::q8_0 ? " q8_0 cache"
+                                                             : " f32 cache";
+  SCOPED_TRACE(std::string(c.name) + (backend == Backend::native ? " native" : " scalar") + cache_name);
   ExecContext ctx({.threads = 2, .backend = backend});
   const Qwen3Model model = Qwen3Model::load(c.path);
   Qwen3Session session(ctx, model, {.context = 64, .cache_type = cache_type});
@@ -129,7 +131,7 @@ TEST(Qwen3Decode, allocates_nothing_after_warm_up) {
   };
   for (const Case& c : cases)
     for (Backend backend : {Backend::scalar, Backend::native})
-      for (KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16})
+      for (KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0})
         expect_allocation_free_decode(c, backend, cache_type);
 }
 

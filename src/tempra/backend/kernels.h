@@ -16,6 +16,7 @@
 #include "tempra/core/exec_context.h"
 #include "tempra/core/half.h"
 #include "tempra/core/tensor_ref.h"
+#include "tempra/quant/blocks.h"
 
 namespace tempra {
 
@@ -135,6 +136,7 @@ struct Kernels {
   Conversion<float, bf16_t> f32_to_bf16;
   CacheAttention<float> cache_attention_f32;
   CacheAttention<f16_t> cache_attention_f16;
+  CacheAttention<quant::BlockQ8_0> cache_attention_q8_0;
 };
 
 // The table for a backend. A backend not compiled into this build gets the scalar table.

@@ -149,13 +149,11 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
                                    kv_len, D, shape_.capacity * D, scale},
                                   scores, ctx.threads());
       return;
-    case KvCacheType::q8_0: {
-      const Array k = read_q8_0(ctx, key_blocks_[at], kv_len), v = read_q8_0(ctx, value_blocks_[at], kv_len);
-      kernels.cache_attention_f32({q, k.data<float>(), v.data<float>(), out, q_heads, H, q_len, kv_len, D, kv_len * D,
-                                   scale},
-                                  scores, ctx.threads());
+    case KvCacheType::q8_0:
+      kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks_[at].data(), out, q_heads, H, q_len,
+                                    kv_len, D, shape_.capacity * D, scale},
+                                   scores, ctx.threads());
       return;
-    }
   }
 }
 

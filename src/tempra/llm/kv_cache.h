@@ -16,10 +16,8 @@
 //
 // The forward pass uses the raw entries instead: write_rows() stores token-major f32 rows
 // without allocating, and attend() runs causal attention over the cache in place through the
-// kernel table's cache_attention (f32 and f16 rows are read where they lie, f16 widened in
-// registers), so a decode step neither copies nor widens the prefix. A q8_0 cache still widens
-// its prefix into a pool buffer per call (it allocates; a block-by-block q8_0 kernel is not
-// written yet).
+// kernel table's cache_attention (rows are read where they lie, f16 and Q8_0 widened in
+// registers), so a decode step neither copies nor widens the prefix, whatever the storage type.
 #pragma once
 
 #include <cstdint>

@@ -47,6 +47,7 @@ Kernels make_native_kernels() {
   table.f32_to_bf16 = &native::f32_to_bf16;
   table.cache_attention_f32 = &native::cache_attention<float>;
   table.cache_attention_f16 = &native::cache_attention<f16_t>;
+  table.cache_attention_q8_0 = &native::cache_attention<quant::BlockQ8_0>;
 #endif
   return table;
 }

@@ -13,9 +13,10 @@
 //   heads that share the kv head (grouped-query attention) and positions walk the keys together
 //   in blocks, so each key and value row is loaded once per tile rather than once per query.
 //   Within ~1e-5 relative of scalar's exact softmax (bound in the parity test).
-// - cache_attention: the same tiles over a KV cache read in place; f16 key/value rows are
-//   widened 8 or 16 at a time in registers (F16C / NEON) as the dot products and the value sums
-//   load them, so no f32 copy of the prefix is ever made.
+// - cache_attention: the same tiles over a KV cache read in place; f16 and Q8_0 key/value rows
+//   are widened a vector at a time in registers (F16C / NEON; Q8_0 codes times the block's
+//   scale) as the dot products and the value sums load them, so no f32 copy of the prefix is
+//   ever made.
 #include <cmath>
 #include <limits>
 
@@ -23,6 +24,7 @@
 #include "tempra/backend/native/row_math.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/scalar/scalar.h"
+#include "tempra/quant/blocks.h"
 
 #ifdef TEMPRA_SIMD_ARM
 namespace tempra::native {
@@ -113,13 +115,37 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
 
 namespace {
 
+// A position in a Q8_0 K/V array counted in elements, so that attend_tile's row arithmetic
+// (keys + j * D + d) works on blocks as on plain arrays.
+struct Q8_0Elements {
+  const quant::BlockQ8_0* blocks;
+  int64_t element;
+  Q8_0Elements operator+(int64_t n) const { return {blocks, element + n}; }
+};
+inline const float* kv_elements(const float* p) { return p; }
+inline const f16_t* kv_elements(const f16_t* p) { return p; }
+inline Q8_0Elements kv_elements(const quant::BlockQ8_0* p) { return {p, 0}; }
+
 // One stored K/V vector of kLanes elements (or the first `count`) widened to f32 in registers.
+// A Q8_0 vector never straddles blocks (head_dim and the block are multiples of kLanes) and
+// decodes as code * scale, quant::dequantize_row_q8_0's single rounding.
 inline V load_kv(const float* p) { return load(p); }
 inline V load_kv(const f16_t* p) { return load_f16(reinterpret_cast<const uint16_t*>(p)); }
+inline V load_kv(Q8_0Elements p) {
+  const quant::BlockQ8_0& block = p.blocks[p.element / quant::kBlock32];
+  return mul(load_i8(block.qs + p.element % quant::kBlock32), set1(to_f32(block.d)));
+}
+inline float kv_element(const float* p, int i) { return p[i]; }
+inline float kv_element(const f16_t* p, int i) { return to_f32(p[i]); }
+inline float kv_element(Q8_0Elements p, int i) {
+  const quant::BlockQ8_0& block = p.blocks[(p.element + i) / quant::kBlock32];
+  return static_cast<float>(block.qs[(p.element + i) % quant::kBlock32]) * to_f32(block.d);
+}
 inline V load_kv_partial(const float* p, int count) { return load_partial(p, count); }
-inline V load_kv_partial(const f16_t* p, int count) {
+template <class KVElements>
+V load_kv_partial(KVElements p, int count) {
   float widened[kLanes];
-  for (int i = 0; i < count; ++i) widened[i] = to_f32(p[i]);
+  for (int i = 0; i < count; ++i) widened[i] = kv_element(p, i);
   return load_partial(widened, count);
 }
 
@@ -135,9 +161,9 @@ struct TileRows {
 };
 
 // The online-softmax pass of one tile over keys[j * D], values[j * Dv] (rows of KV widened as
-// they are loaded); writes each row's normalized output.
-template <class KV>
-void attend_tile(const TileRows& t, const KV* keys, const KV* values, int64_t D, int64_t Dv, float scale,
+// they are loaded; KVElements is a pointer or Q8_0Elements); writes each row's normalized output.
+template <class KVElements>
+void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t D, int64_t Dv, float scale,
                  float* acc_all) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
   float m[kMaxTileRows], l[kMaxTileRows];
@@ -155,7 +181,7 @@ void attend_tile(const TileRows& t, const KV* keys, const KV* values, int64_t D,
       for (int64_t j = j0; j < j1; ++j) {
         float score = neg_inf;
         if (j < t.visible[r]) {
-          const KV* kr = keys + j * D;
+          const KVElements kr = keys + j * D;
           V dot = zero();
           int64_t d = 0;
           for (; d + kLanes <= D; d += kLanes) dot = fma(load(t.q[r] + d), load_kv(kr + d), dot);
@@ -176,7 +202,7 @@ void attend_tile(const TileRows& t, const KV* keys, const KV* values, int64_t D,
         const int count = int(std::min<int64_t>(kLanes, Dv - d));
         V a = mul(count == kLanes ? load(acc + d) : load_partial(acc + d, count), set1(correction));
         for (int64_t j = j0; j < j1; ++j) {
-          const KV* vr = values + j * Dv + d;
+          const KVElements vr = values + j * Dv + d;
           a = fma(set1(block[j - j0]), count == kLanes ? load_kv(vr) : load_kv_partial(vr, count), a);
         }
         if (count == kLanes) store(acc + d, a);
@@ -246,12 +272,14 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
         rows.visible[r] = i + (a.kv_len - a.q_len) + 1;
         rows.key_end = std::max(rows.key_end, rows.visible[r]);
       }
-      attend_tile(rows, a.k + kv * a.kv_head_stride, a.v + kv * a.kv_head_stride, D, D, float(a.scale), acc_all);
+      attend_tile(rows, kv_elements(a.k) + kv * a.kv_head_stride, kv_elements(a.v) + kv * a.kv_head_stride, D, D,
+                  float(a.scale), acc_all);
     }
   });
 }
 template void cache_attention<float>(const CacheAttentionArgs<float>&, float*, ThreadPool&);
 template void cache_attention<f16_t>(const CacheAttentionArgs<f16_t>&, float*, ThreadPool&);
+template void cache_attention<quant::BlockQ8_0>(const CacheAttentionArgs<quant::BlockQ8_0>&, float*, ThreadPool&);
 
 }  // namespace tempra::native
 #endif  // TEMPRA_SIMD_ARM

@@ -52,6 +52,10 @@ inline V load_bf16(const uint16_t* p) {
   const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
+// kLanes signed bytes widened to f32 (exact): a Q8_0 block's codes.
+inline V load_i8(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 // kLanes f32 narrowed to f16, round to nearest even (exactly tempra/core/half.h's rounding).
 inline void store_f16(uint16_t* p, V v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -115,6 +119,9 @@ inline V load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(re
 inline V load_bf16(const uint16_t* p) {
   const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+inline V load_i8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 inline void store_f16(uint16_t* p, V v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
@@ -180,6 +187,11 @@ inline void store_partial(float* p, V v, int n) {
 }
 inline V load_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 inline V load_bf16(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+inline V load_i8(const int8_t* p) {
+  const int8x8_t bytes = vcreate_s8(uint64_t(uint32_t(p[0] & 0xFF) | uint32_t(p[1] & 0xFF) << 8 |
+                                             uint32_t(p[2] & 0xFF) << 16 | uint32_t(p[3] & 0xFF) << 24));
+  return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(bytes))));
+}
 inline void store_f16(uint16_t* p, V v) { vst1_u16(p, vreinterpret_u16_f16(vcvt_f16_f32(v))); }
 inline V add(V a, V b) { return vaddq_f32(a, b); }
 inline V sub(V a, V b) { return vsubq_f32(a, b); }

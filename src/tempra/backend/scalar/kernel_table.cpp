@@ -26,7 +26,8 @@ const Kernels& scalar_kernels() {
                              &scalar::gemm_quant_weights,
                              &scalar::convert_half<f16_t, float>, &scalar::convert_half<bf16_t, float>,
                              &scalar::convert_half<float, f16_t>, &scalar::convert_half<float, bf16_t>,
-                             &scalar::cache_attention<float>, &scalar::cache_attention<f16_t>};
+                             &scalar::cache_attention<float>, &scalar::cache_attention<f16_t>,
+                             &scalar::cache_attention<quant::BlockQ8_0>};
   return table;
 }
 

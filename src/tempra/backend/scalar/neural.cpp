@@ -6,14 +6,16 @@
 //   double so positions in the tens of thousands keep their phase.
 // attention: scores = q.k^T * scale (+ mask, causal), softmax over keys, times v; query head h
 //   reads kv head h / (Hq / Hkv) (grouped-query attention).
-// cache_attention: the same, causal, over a KV cache read in place (f32 or f16 rows widened
-//   element by element): bitwise attention<float> on the widened prefix.
+// cache_attention: the same, causal, over a KV cache read in place (f32, f16 or Q8_0 rows
+//   widened element by element, Q8_0 as code * scale like its reference decoder): bitwise
+//   attention<float> on the widened prefix.
 // conv1d: cross-correlation as torch.nn.functional.conv1d, with explicit left/right zero padding.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "tempra/backend/scalar/scalar.h"
+#include "tempra/quant/blocks.h"
 
 namespace tempra::scalar {
 
@@ -121,9 +123,14 @@ void attention(const T* q, const T* k, const T* v, const AttentionShape& s, Tens
   });
 }
 
-// Widens one stored element (float passes through; f16 through tempra/core/half.h, exact).
-inline float widen(float x) { return x; }
-inline float widen(f16_t x) { return to_f32(x); }
+// Element e of a stored K/V array, widened to f32 (float passes through; f16 through
+// tempra/core/half.h, exact; Q8_0 blocks of 32 decode as quant::dequantize_row_q8_0 does).
+inline float element(const float* p, int64_t e) { return p[e]; }
+inline float element(const f16_t* p, int64_t e) { return to_f32(p[e]); }
+inline float element(const quant::BlockQ8_0* p, int64_t e) {
+  const quant::BlockQ8_0& block = p[e / quant::kBlock32];
+  return static_cast<float>(block.qs[e % quant::kBlock32]) * to_f32(block.d);
+}
 
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool& pool) {
@@ -132,8 +139,7 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
     for (int64_t row = first; row < last; ++row) {  // row = i * q_heads + h, token-major like q
       const int64_t i = row / a.q_heads, h = row % a.q_heads;
       const float* q_row = a.q + row * D;
-      const KV* keys = a.k + (h / group) * a.kv_head_stride;
-      const KV* values = a.v + (h / group) * a.kv_head_stride;
+      const int64_t head = (h / group) * a.kv_head_stride;  // element offset of the kv head's rows
       float* p = scores + row * a.kv_len;
       // Keys past `visible` are masked; attention<float> gives them exp(-inf) = 0, which adds
       // nothing to the sums below, so skipping them keeps its bits.
@@ -141,7 +147,7 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
       float peak = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < visible; ++j) {
         float dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += q_row[d] * widen(keys[j * D + d]);
+        for (int64_t d = 0; d < D; ++d) dot += q_row[d] * element(a.k, head + j * D + d);
         p[j] = dot * static_cast<float>(a.scale);
         peak = std::max(peak, p[j]);
       }
@@ -154,13 +160,14 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
       std::fill(o, o + D, 0.0f);
       for (int64_t j = 0; j < visible; ++j) {
         const float weight = p[j] / sum;
-        for (int64_t d = 0; d < D; ++d) o[d] += weight * widen(values[j * D + d]);
+        for (int64_t d = 0; d < D; ++d) o[d] += weight * element(a.v, head + j * D + d);
       }
     }
   });
 }
 template void cache_attention<float>(const CacheAttentionArgs<float>&, float*, ThreadPool&);
 template void cache_attention<f16_t>(const CacheAttentionArgs<f16_t>&, float*, ThreadPool&);
+template void cache_attention<quant::BlockQ8_0>(const CacheAttentionArgs<quant::BlockQ8_0>&, float*, ThreadPool&);
 
 template <class T>
 void conv1d(const T* x, const T* w, const T* bias, const Conv1dShape& s, T* out, ThreadPool& pool) {
