@@ -2,61 +2,51 @@
 // timing lines are llama-server's.
 #include "generate.h"
 
-#include <unistd.h>
-
 #include <bit>
+#include <cerrno>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <iostream>
+#include <string>
 
 #include "llm_cli.h"
 #include "tempra/core/error.h"
+#include "tempra/io/atomic_write.h"
 
 namespace tempra::app {
 namespace {
 
 using cli::Kind;
 
-// Streams rows of float32 logits into a temporary file; commit() renames it into place, and a
-// writer destroyed without commit() removes it, so a failed run never leaves a partial .npy.
+// Streams rows of float32 logits, after the .npy header, into `file`: the temporary file of
+// io::write_atomically, renamed into place only when every row is in, so a failed run never
+// leaves a partial .npy.
 class NpyWriter {
  public:
-  NpyWriter(std::filesystem::path path, int64_t rows, int64_t cols)
-      : path_(std::move(path)), tmp_(path_.string() + ".tmp-" + std::to_string(::getpid())), rows_(rows), cols_(cols) {
+  NpyWriter(std::FILE* file, std::string name, int64_t rows, int64_t cols)
+      : file_(file), name_(std::move(name)), rows_(rows), cols_(cols) {
     static_assert(std::endian::native == std::endian::little, "the .npy header says little-endian '<f4'");
-    out_.open(tmp_, std::ios::binary | std::ios::trunc);
-    check(out_.good(), "logits-out", tmp_.string(), ": cannot create");
     const std::string header = npy_header_f32({rows, cols});
-    out_.write(header.data(), std::streamsize(header.size()));
-  }
-  ~NpyWriter() {
-    if (!committed_) {
-      out_.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp_, ec);
-    }
+    put(header.data(), header.size());
   }
   void write_rows(int64_t first, const Array& logits) {
     check(first == written_ && logits.dtype() == DType::f32 && logits.rank() == 2 && logits.dim(1) == cols_ &&
               logits.is_contiguous(),
           "logits-out", "unexpected logits block at row ", first, " of shape ", logits.shape());
-    out_.write(reinterpret_cast<const char*>(logits.data<float>()), std::streamsize(logits.nbytes()));
+    put(logits.data<float>(), logits.nbytes());
     written_ += logits.dim(0);
   }
-  void commit() {
-    check(written_ == rows_, "logits-out", "wrote ", written_, " rows of ", rows_);
-    out_.close();
-    check(out_.good(), "logits-out", tmp_.string(), ": write failed");
-    std::filesystem::rename(tmp_, path_);
-    committed_ = true;
-  }
+  void finish() const { check(written_ == rows_, "logits-out", "wrote ", written_, " rows of ", rows_); }
 
  private:
-  std::filesystem::path path_, tmp_;
-  std::ofstream out_;
+  void put(const void* data, size_t n) {
+    if (n != 0 && std::fwrite(data, 1, n, file_) != n)
+      fail("logits-out", name_, ": write failed: ", std::strerror(errno));
+  }
+
+  std::FILE* file_;
+  std::string name_;
   int64_t rows_, cols_, written_ = 0;
-  bool committed_ = false;
 };
 
 }  // namespace
@@ -153,24 +143,30 @@ int run_generate(const cli::Args& args) {
   ExecContext ctx(exec);
   llm::Qwen3Session session(ctx, m.model, session_opts);
   llm::Generator generator(ctx, m.model, m.tokenizer, session);
-  std::optional<NpyWriter> logits_out;
-  if (args.given("--logits-out"))
-    logits_out.emplace(args.string("--logits-out"), int64_t(ids.size()), m.model.config().n_vocab);
-
   const bool ids_out = args.flag("--ids-out");
   PrefillProgress progress(options.batch);
   llm::GenerateCallbacks callbacks;
   callbacks.on_prefill = [&](int64_t done, int64_t total) { progress(done, total); };
-  if (logits_out)
-    callbacks.on_prompt_logits = [&](int64_t first, const Array& logits) { logits_out->write_rows(first, logits); };
   if (!ids_out)
     callbacks.on_text = [](std::string_view piece, llm::TextKind) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     };
-  std::cerr << "prompt: " << ids.size() << " tokens\n";
-  const llm::GenerationResult r = generator.generate(ids, options, callbacks);
-  if (logits_out) logits_out->commit();
+  llm::GenerationResult r;
+  const auto run = [&] {
+    std::cerr << "prompt: " << ids.size() << " tokens\n";
+    r = generator.generate(ids, options, callbacks);
+  };
+  if (args.given("--logits-out")) {
+    io::write_atomically(args.string("--logits-out"), "logits-out", [&](std::FILE* f, const std::string& temp) {
+      NpyWriter logits_out(f, temp, int64_t(ids.size()), m.model.config().n_vocab);
+      callbacks.on_prompt_logits = [&](int64_t first, const Array& logits) { logits_out.write_rows(first, logits); };
+      run();
+      logits_out.finish();
+    });
+  } else {
+    run();
+  }
   if (ids_out) std::cout << format_ids(r.ids) << "\n" << std::flush;
 
   std::cerr << "\n";

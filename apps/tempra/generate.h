@@ -5,7 +5,8 @@
 // llama-server's timing lines go to stderr. The prompt is -p TEXT, -f FILE or --ids 1,2,3
 // (exactly one); raw completion, or with --chat the model's chat template (--system,
 // --no-think). --logits-out FILE.npy writes the float32 logits of every prompt position,
-// shape [n_tokens, n_vocab], NumPy .npy format 1.0, through a temporary file renamed into place.
+// shape [n_tokens, n_vocab], NumPy .npy format 1.0, through a temporary file renamed into place
+// (io/atomic_write.h).
 // Exit 0 success, 1 failure (model, prompt too long for the context, invalid UTF-8), 2 usage.
 #pragma once
 

@@ -5,7 +5,9 @@
 // so the rename is atomic), lets body(file, temp_name) write into it, flushes it to disk and
 // renames it over `path`. If body throws or a flush, close or rename fails, the temporary is
 // removed, `path` is left as it was, and the error (tempra::Error naming `op` and the file, or
-// body's own exception) propagates. Used by every writer of tempra's files (GGUF, safetensors).
+// body's own exception) propagates. Used by every writer of tempra's files: GGUF (GgufWriter and
+// the Qwen3 synthesizer, which fills in tensor data after the header), safetensors, and the
+// .npy logits of `tempra generate --logits-out`.
 #pragma once
 
 #include <cstdio>

@@ -243,10 +243,12 @@ std::vector<std::byte> GgufWriter::to_bytes() const {
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
-  write_atomically(path, "gguf", [&](std::FILE* f, const std::string& temp) {
-    FileSink sink(f, temp);
-    emit(sink);
-  });
+  write_atomically(path, "gguf", [&](std::FILE* f, const std::string& temp) { write(f, temp); });
+}
+
+void GgufWriter::write(std::FILE* file, const std::string& name) const {
+  FileSink sink(file, name);
+  emit(sink);
 }
 
 }  // namespace tempra::io

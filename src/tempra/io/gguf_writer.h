@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -50,6 +51,10 @@ class GgufWriter {
   std::vector<std::byte> to_bytes() const;
   // Writes to `path` atomically (temporary file + rename); throws tempra::Error on I/O failure.
   void write(const std::filesystem::path& path) const;
+  // Writes the file into `file` from its current position (`name` names it in errors): for a
+  // writer that owns the file, such as a write_atomically body that goes on to fill in the
+  // tensor data (llm/qwen3_synth.cpp).
+  void write(std::FILE* file, const std::string& name) const;
 
  private:
   struct Tensor {

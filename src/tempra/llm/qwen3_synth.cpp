@@ -3,10 +3,10 @@
 // (get_vocab_base, _set_vocab_gpt2) and gguf-py's SpecialVocab.
 #include "tempra/llm/qwen3_synth.h"
 
-#include <unistd.h>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -20,6 +20,7 @@
 #include "tempra/core/half.h"
 #include "tempra/core/rng.h"
 #include "tempra/core/thread_pool.h"
+#include "tempra/io/atomic_write.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
@@ -370,13 +371,13 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
   check(zeros != nullptr, "qwen3_synth", "cannot allocate ", largest, " bytes");
   for (const auto& t : plans) w.add_tensor(t.name, t.ggml_type, t.ne, {zeros.get(), t.nbytes()}, zeros);
 
-  const fs::path tmp = out.string() + ".synth-" + std::to_string(::getpid());
-  try {
-    w.write(tmp);
+  io::write_atomically(out, "qwen3_synth", [&](std::FILE* f, const std::string& temp) {
+    w.write(f, temp);
+    if (std::fflush(f) != 0) fail("qwen3_synth", "writing ", temp, " failed: ", std::strerror(errno));
     uint64_t data_offset = 0;
     std::vector<uint64_t> offsets;
     {
-      const io::GgufFile file = io::GgufFile::open(tmp);
+      const io::GgufFile file = io::GgufFile::open(temp);
       data_offset = file.data_offset();
       for (const auto& info : file.tensors()) offsets.push_back(info.offset);
     }
@@ -385,23 +386,14 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
     // Pass 2: each tensor's values, generated and written one at a time.
     ThreadPool pool(ThreadPool::default_thread_count());
     std::vector<std::byte> buffer;
-    std::fstream f(tmp, std::ios::in | std::ios::out | std::ios::binary);
-    check(bool(f), "qwen3_synth", "cannot reopen ", tmp.string());
     for (size_t k = 0; k < plans.size(); ++k) {
       buffer.resize(plans[k].nbytes());
       fill_tensor(pool, plans[k], s.seed, k, buffer.data());
-      f.seekp(static_cast<std::streamoff>(data_offset + offsets[k]));
-      f.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(buffer.size()));
-      check(bool(f), "qwen3_synth", "writing ", plans[k].name, " to ", tmp.string(), " failed");
+      if (::fseeko(f, static_cast<off_t>(data_offset + offsets[k]), SEEK_SET) != 0 ||
+          std::fwrite(buffer.data(), 1, buffer.size(), f) != buffer.size())
+        fail("qwen3_synth", "writing ", plans[k].name, " to ", temp, " failed: ", std::strerror(errno));
     }
-    f.close();
-    check(!f.fail(), "qwen3_synth", "closing ", tmp.string(), " failed");
-    fs::rename(tmp, out);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
+  });
 }
 
 }  // namespace tempra::llm

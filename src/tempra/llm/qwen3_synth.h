@@ -18,8 +18,8 @@
 // <|im_start|>, <|im_end|> (eos) as the last three.
 //
 // Writing: the tensor data streams to disk one tensor at a time (only the largest tensor is
-// ever in memory), into a temporary file renamed into place at the end. Invalid specs throw
-// tempra::Error naming the field.
+// ever in memory), into a temporary file flushed and renamed into place at the end
+// (io/atomic_write.h). Invalid specs throw tempra::Error naming the field.
 #pragma once
 
 #include <cstdint>
