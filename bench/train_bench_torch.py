@@ -3,25 +3,19 @@
 
 One training step of the spirals MLP (Linear 2->64, tanh, Linear 64->64, tanh, Linear 64->2),
 batch 256, F.cross_entropy, backward, AdamW(lr 1e-2, betas (0.9, 0.999), eps 1e-8, weight decay
-1e-4), zero_grad(set_to_none=True), as apps/spirals trains it. Prints `us_per_step <mean> cpu_us_per_step <mean>` (wall, process CPU time) over
---steps timed steps after --warmup untimed ones. The batch is random points with labels: the
-step's cost does not depend on the values. Runs on Debian's python3-torch (1.13).
+1e-4), zero_grad(set_to_none=True), as apps/spirals trains it. Prints `us_per_step <mean>
+cpu_us_per_step <mean>` (wall, process CPU time) over --steps timed steps after --warmup
+untimed ones (bench/train_harness_torch.py). The batch is random points with labels: the step's
+cost does not depend on the values. Runs on Debian's python3-torch (1.13).
 """
-import argparse
-import time
-
 import torch
 import torch.nn.functional as F
 
+import train_harness_torch  # beside this script: python puts the script's folder on sys.path
+
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=500)
-    parser.add_argument("--warmup", type=int, default=50)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
+    args = train_harness_torch.setup(steps=500, warmup=50)
 
     model = torch.nn.Sequential(
         torch.nn.Linear(2, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 2)
@@ -36,13 +30,7 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for _ in range(args.warmup):
-        step()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for _ in range(args.steps):
-        step()
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    print(f"us_per_step {elapsed / args.steps * 1e6:.3f} cpu_us_per_step {cpu / args.steps * 1e6:.3f}")
+    train_harness_torch.report(step, args)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,12 @@ ops (torch 1.13 has neither F.scaled_dot_product_attention nor F.rms_norm). The 
 tables and the causal mask are computed once, outside the step (tempra's rope computes its
 angles inside the op, so this favours torch slightly). Prints `us_per_step <mean>
 cpu_us_per_step <mean>` (wall, process CPU time) over --steps timed steps after --warmup
-untimed ones. Runs on Debian's python3-torch (1.13).
+untimed ones (bench/train_harness_torch.py). Runs on Debian's python3-torch (1.13).
 """
-import argparse
-import time
-
 import torch
 import torch.nn.functional as F
+
+import train_harness_torch  # beside this script: python puts the script's folder on sys.path
 
 BATCH, SEQ, DIM, Q_HEADS, KV_HEADS, HEAD_DIM, FFN = 8, 128, 256, 4, 2, 64, 704
 EPS, FREQ_BASE = 1e-6, 10000.0
@@ -27,13 +26,7 @@ def rms_norm(x, w):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(1)
+    args = train_harness_torch.setup(steps=20, warmup=3)
 
     def param(*shape, scale=None):
         t = torch.ones(*shape) if scale is None else torch.randn(*shape) * scale
@@ -85,13 +78,7 @@ def main():
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    for _ in range(args.warmup):
-        step()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    for _ in range(args.steps):
-        step()
-    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    print(f"us_per_step {elapsed / args.steps * 1e6:.3f} cpu_us_per_step {cpu / args.steps * 1e6:.3f}")
+    train_harness_torch.report(step, args)
 
 
 if __name__ == "__main__":
