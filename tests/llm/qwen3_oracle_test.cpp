@@ -394,7 +394,8 @@ TEST(Qwen3Oracle, f16_logits_and_greedy_tokens_match_llama_cpp) {
 // 0.99999 or llama.cpp's own flash-attention-on-vs-off agreement, whichever is lower, computed on
 // each prompt; top-1 and greedy criteria as for F32/F16. Exactness of the BF16 path itself is
 // checked against the float64 reference of the same file (tests/llm/qwen3_test.cpp).
-constexpr Criteria kBf16{.min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = true, .oracle_noise_floor = true};
+constexpr Criteria kBf16{
+    .min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = true, .oracle_noise_floor = true};
 TEST(Qwen3Oracle, bf16_logits_within_llama_cpps_own_variation_and_greedy_tokens_match) {
   compare("BF16", tiny_model("BF16"), kPrompts, kBf16);
 }
@@ -422,6 +423,9 @@ constexpr Criteria kLowBitExact{
     .min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false, .numerics = Qwen3Numerics::exact};
 TEST(Qwen3Oracle, q8_0_exact_numerics_logits_match_llama_cpp) {
   compare("Q8_0-exact", tiny_model("Q8_0"), kPrompts, kQ8_0Exact);
+}
+TEST(Qwen3Oracle, q4_0_exact_numerics_logits_match_llama_cpp) {
+  compare("Q4_0-exact", tiny_model("Q4_0"), kPrompts, kLowBitExact);
 }
 TEST(Qwen3Oracle, q4_k_m_exact_numerics_logits_match_llama_cpp) {
   compare("Q4_K_M-exact", tiny_model("Q4_K_M"), kPrompts, kLowBitExact);
