@@ -26,10 +26,11 @@ struct Shape {
   int64_t m, n, k;
 };
 
-// Every pair of m in {33, 100, 257} and n in {70, 300} (2 and 7 strips, neither whole), each k
-// in {256, 768, 1280} twice. Kept small: the scalar kernel runs under ASan and qemu in CI.
-const Shape kCover[] = {{33, 70, 256},   {33, 300, 1280}, {100, 70, 1280},
-                        {100, 300, 768}, {257, 70, 768},  {257, 300, 256}};
+// Every pair of m in {33, 100, 257} and n in {70, 301} (neither a whole number of strips on any
+// arm: kNr is 48, 16 or 12), each k in {256, 768, 1280} twice. Kept small: the scalar kernel
+// runs under ASan and qemu in CI.
+const Shape kCover[] = {{33, 70, 256},   {33, 301, 1280}, {100, 70, 1280},
+                        {100, 301, 768}, {257, 70, 768},  {257, 301, 256}};
 
 // The worst error over the products checked so far for one format, for the summary line.
 struct Worst {
@@ -122,10 +123,18 @@ TEST(NativeQuantGemm, EmptyProductsWriteZerosOrNothing) {
   const quant::QuantFormat& q8_0 = *quant::find_format("q8_0");
   const float a = 0;
   const uint8_t w = 0;
+  const std::vector<float> a_rows(2 * 32, 1.0f);
+  std::vector<uint8_t> w_rows(3 * q8_0.dtype.bytes_for(32));
+  const std::vector<float> row(32, 1.0f);
+  for (int j = 0; j < 3; ++j) q8_0.quantize_row(row.data(), w_rows.data() + j * q8_0.dtype.bytes_for(32), 32);
   for (const Kernels* table : {&scalar_kernels(), &kernels_for(Backend::native)}) {
     std::vector<float> c(6, NAN);
-    table->gemm_quant_weights(2, 3, 0, &a, 0, &w, q8_0.dtype, c.data(), 3, pool);
+    table->gemm_quant_weights(2, 3, 0, &a, 0, &w, q8_0.dtype, c.data(), 3, pool);  // no depth: zeros
     for (float x : c) EXPECT_EQ(x, 0.0f) << table->name;
+    std::vector<float> untouched(6, NAN);  // no rows, or no columns: c is not written
+    table->gemm_quant_weights(0, 3, 32, a_rows.data(), 32, w_rows.data(), q8_0.dtype, untouched.data(), 3, pool);
+    table->gemm_quant_weights(2, 0, 32, a_rows.data(), 32, w_rows.data(), q8_0.dtype, untouched.data(), 3, pool);
+    for (float x : untouched) EXPECT_TRUE(std::isnan(x)) << table->name;
   }
 }
 

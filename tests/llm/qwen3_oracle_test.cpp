@@ -304,6 +304,8 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
         self_agreement = std::min(self_agreement, check_position(ref.data() + size_t(i) * n_vocab,
                                                                  other.data() + size_t(i) * n_vocab, n_vocab)
                                                       .cosine);
+      // A floor under the oracle's own figure, so a broken llama.cpp path cannot excuse anything.
+      EXPECT_GE(self_agreement, 0.9999) << label << ": llama.cpp's flash attention on vs off, " << n << " tokens";
       bound = std::min(bound, self_agreement);
       std::printf("[qwen3-oracle] %s prompt %3d: llama.cpp flash attention on vs off, min cosine %.8f\n",
                   label.c_str(), n, self_agreement);

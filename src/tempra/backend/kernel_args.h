@@ -48,8 +48,8 @@ struct AttentionShape {
 // writes: element (i, h, d) at (i * q_heads + h) * head_dim + d, both contiguous. Key and value
 // rows of kv head g, position j, sit at k / v + g * kv_head_stride + j * head_dim. KV is float,
 // f16_t (tempra/core/half.h) or quant::BlockQ8_0; rows are widened to f32 as they are read. For
-// Q8_0 the offsets count elements, not blocks (element e is in block e / 32), and head_dim is a
-// multiple of 32, so a row is whole blocks.
+// Q8_0 the offsets count elements, not blocks (element e is in block e / 32), and head_dim and
+// kv_head_stride are multiples of 32, so a row is whole blocks and no vector straddles two.
 template <class KV>
 struct CacheAttentionArgs {
   const float* q;

@@ -144,16 +144,18 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
 namespace {
 
 // Past this many rows, exact numerics multiply block-quantized weights with the decoding GEMM
-// (Kernels::gemm_quant_weights): its decode of all n k weights is then spread over enough rows
-// to beat the integer dots (the native GEMM's own skinny/packed threshold). Fewer rows, decode
-// steps among them, keep the quantized dots, which never dequantize.
+// (Kernels::gemm_quant_weights), whose decode of all n k weights is spread over the rows; fewer
+// rows, decode steps among them, keep the quantized dots, which never dequantize. The value is
+// borrowed from the native GEMM's skinny/packed threshold, not measured as a crossover (only
+// 512-token prefills were timed: docs/BENCHMARK.md). The two paths round differently (f32
+// activations against Q8_0/Q8_K ones), so a quantized model's logits depend on the batch split.
 constexpr int64_t kDecodedWeightRows = 32;
 
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
-// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations, except for block-quantized
-// weights under exact numerics past kDecodedWeightRows rows, which ops::linear still runs
-// through the quantized dots. `quantized`: room for m activation rows in the weight's partner
-// format.
+// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
+// block-quantized weights under exact numerics past kDecodedWeightRows rows take the decoding
+// GEMM, where ops::linear always takes the quantized dots. `quantized`: room for m activation
+// rows in the weight's partner format.
 void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Qwen3Numerics numerics) {
   const int64_t n = w.dim(0), k = w.dim(1);

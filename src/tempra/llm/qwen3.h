@@ -19,9 +19,8 @@
 // Allocation: one forward pass writes every intermediate into a Qwen3Buffers (named after
 // llama.cpp's tensors, f32, token-major) and reads the KV cache in place (KvCache::attend).
 // A Qwen3Session owns buffers sized for one token, made at construction, so decode() allocates
-// nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls) with an f32
-// or f16 cache; a q8_0 cache still widens its prefix through the pool. A prompt takes its
-// buffers from the ExecContext's pool.
+// nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls) with any
+// cache type. A prompt takes its buffers from the ExecContext's pool.
 #pragma once
 
 #include <cstdint>
@@ -98,7 +97,7 @@ class Qwen3Model {
   Array forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const;
   // The same pass into `buffers` (which must hold token_ids.size() tokens and the cache's
   // length after them); logits of the last buffers.logit_rows positions (at most all of them)
-  // land in buffers.result_output. Allocates nothing with an f32 or f16 cache.
+  // land in buffers.result_output. Allocates nothing.
   void forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache, Qwen3Buffers& buffers) const;
 
  private:
@@ -125,7 +124,7 @@ class Qwen3Session {
   // floats owned by the session, valid until its next call: prefill without [n, n_vocab].
   std::span<const float> prefill(ExecContext& ctx, std::span<const int32_t> token_ids);
   // One decode step: appends `token` and returns its logits (n_vocab floats owned by the
-  // session, valid until its next call). Allocates nothing with an f32 or f16 cache.
+  // session, valid until its next call). Allocates nothing.
   std::span<const float> decode(ExecContext& ctx, int32_t token);
   void truncate(int64_t n) { cache_.truncate(n); }
   int64_t size() const { return cache_.size(); }

@@ -49,6 +49,13 @@ struct BlockQ8_0 {
 };
 static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
 
+// Element e of a run of Q8_0 blocks: code * scale, dequantize_row_q8_0's one rounding (the KV
+// cache's attention reads single elements this way).
+inline float q8_0_element(const BlockQ8_0* blocks, int64_t e) {
+  const BlockQ8_0& block = blocks[e / kBlock32];
+  return static_cast<float>(block.qs[e % kBlock32]) * to_f32(block.d);
+}
+
 struct BlockQ8_1 {
   f16_t d;                    // scale: value = d * q
   f16_t s;                    // d * sum(qs): lets a dot with a Q4_1/Q5_1 row fold in the minimum

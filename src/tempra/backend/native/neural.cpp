@@ -137,10 +137,7 @@ inline V load_kv(Q8_0Elements p) {
 }
 inline float kv_element(const float* p, int i) { return p[i]; }
 inline float kv_element(const f16_t* p, int i) { return to_f32(p[i]); }
-inline float kv_element(Q8_0Elements p, int i) {
-  const quant::BlockQ8_0& block = p.blocks[(p.element + i) / quant::kBlock32];
-  return static_cast<float>(block.qs[(p.element + i) % quant::kBlock32]) * to_f32(block.d);
-}
+inline float kv_element(Q8_0Elements p, int i) { return quant::q8_0_element(p.blocks, p.element + i); }
 inline V load_kv_partial(const float* p, int count) { return load_partial(p, count); }
 template <class KVElements>
 V load_kv_partial(KVElements p, int count) {

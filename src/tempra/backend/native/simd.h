@@ -187,6 +187,8 @@ inline void store_partial(float* p, V v, int n) {
 }
 inline V load_f16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 inline V load_bf16(const uint16_t* p) { return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(p), 16)); }
+// Four bytes read one by one: vld1_s8 would read eight, past the end of the last Q8_0 block's
+// codes when p is its last four.
 inline V load_i8(const int8_t* p) {
   const int8x8_t bytes = vcreate_s8(uint64_t(uint32_t(p[0] & 0xFF) | uint32_t(p[1] & 0xFF) << 8 |
                                              uint32_t(p[2] & 0xFF) << 16 | uint32_t(p[3] & 0xFF) << 24));

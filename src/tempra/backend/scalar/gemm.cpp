@@ -3,7 +3,9 @@
 // c[i, j] = sum_p a[i, p] * b[p, j], accumulated in the element type in increasing p, one
 // k-block at a time into c. Blocking keeps a panel of b and a row strip of c in cache; it does
 // not change the order in which any c[i, j] accumulates, so the result is the same for every
-// blocking and thread count. Rows of c are split across threads.
+// blocking and thread count. Rows of c are split across threads. The f16/bf16-weight and
+// block-quantized-weight products (c = a w^T) are the same in-order sums over the widened or
+// decoded weights, split across threads by columns of c.
 #include <algorithm>
 
 #include "tempra/backend/scalar/scalar.h"

@@ -127,10 +127,7 @@ void attention(const T* q, const T* k, const T* v, const AttentionShape& s, Tens
 // tempra/core/half.h, exact; Q8_0 blocks of 32 decode as quant::dequantize_row_q8_0 does).
 inline float element(const float* p, int64_t e) { return p[e]; }
 inline float element(const f16_t* p, int64_t e) { return to_f32(p[e]); }
-inline float element(const quant::BlockQ8_0* p, int64_t e) {
-  const quant::BlockQ8_0& block = p[e / quant::kBlock32];
-  return static_cast<float>(block.qs[e % quant::kBlock32]) * to_f32(block.d);
-}
+inline float element(const quant::BlockQ8_0* p, int64_t e) { return quant::q8_0_element(p, e); }
 
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool& pool) {
