@@ -19,6 +19,7 @@
 
 #include "args.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/core/utf8.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/chat_template.h"
 #include "tempra/llm/generator.h"
@@ -69,8 +70,6 @@ llm::GenerateOptions generate_options(const cli::Args& args);
 std::vector<int32_t> parse_ids(std::string_view text, std::string_view option);
 // "[1, 2, 3]".
 std::string format_ids(const std::vector<int32_t>& ids);
-// The offset of the first byte that is not part of valid UTF-8, or nullopt.
-std::optional<size_t> invalid_utf8_at(std::string_view text);
 // The whole of a file (throws tempra::Error naming it).
 std::string read_file(const std::string& path);
 

@@ -13,6 +13,7 @@
 
 #include "tempra/core/error.h"
 #include "tempra/core/storage.h"
+#include "tempra/core/utf8.h"
 #include "tempra/io/atomic_write.h"
 #include "tempra/io/mapped_file.h"
 
@@ -40,39 +41,6 @@ constexpr std::array<DtypeName, 10> kDtypeNames{{{DType::f64, "F64"},
 // The safetensors dtypes tempra has no dtype for: named in the error so it says "unsupported"
 // rather than "unknown".
 constexpr std::array<std::string_view, 7> kForeignDtypes{"U16", "U32", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4"};
-
-// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlong
-// forms, no surrogates, nothing above U+10FFFF), or npos. The reference reader parses the header
-// with serde_json, which refuses anything else, so the writer must never emit it either.
-size_t invalid_utf8_at(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0, min = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xe0) == 0xc0) {
-      n = 1, cp = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2, cp = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3, cp = c & 0x07, min = 0x10000;
-    } else {
-      return i;
-    }
-    for (size_t k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return i;
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-    i += n + 1;
-  }
-  return std::string_view::npos;
-}
 
 // ---- a strict JSON reader for the header ----
 
@@ -402,10 +370,8 @@ Layout layout(std::span<const NamedArray> tensors, const std::map<std::string, s
   h += '{';
   bool first = true;
   for (const auto& [key, value] : metadata) {
-    check(invalid_utf8_at(key) == std::string_view::npos, kOp, "metadata key ", single_quoted(key),
-          " is not valid UTF-8");
-    check(invalid_utf8_at(value) == std::string_view::npos, kOp, "metadata value of ", single_quoted(key),
-          " is not valid UTF-8");
+    check(!invalid_utf8_at(key), kOp, "metadata key ", single_quoted(key), " is not valid UTF-8");
+    check(!invalid_utf8_at(value), kOp, "metadata value of ", single_quoted(key), " is not valid UTF-8");
   }
   if (!metadata.empty()) {
     h += "\"__metadata__\":{";
@@ -420,7 +386,7 @@ Layout layout(std::span<const NamedArray> tensors, const std::map<std::string, s
   }
   for (const NamedArray& t : tensors) {
     check(!t.name.empty(), kOp, "a tensor name is empty");
-    check(invalid_utf8_at(t.name) == std::string_view::npos, kOp, "tensor name ", single_quoted(t.name),
+    check(!invalid_utf8_at(t.name), kOp, "tensor name ", single_quoted(t.name),
           " is not valid UTF-8");
     check(t.name != "__metadata__", kOp, "a tensor may not be named '__metadata__'");
     check(names.insert(t.name).second, kOp, "tensor name ", single_quoted(t.name), " appears twice");
@@ -494,8 +460,8 @@ SafetensorsFile SafetensorsFile::parse(std::span<const std::byte> bytes, std::st
   f.data_offset_ = 8 + header_size;
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), header_size);
 
-  if (const size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
-    fail(kOp, file, ": the header is not valid UTF-8 (byte ", bad, " of the header)");
+  if (const auto bad = invalid_utf8_at(text))
+    fail(kOp, file, ": the header is not valid UTF-8 (byte ", *bad, " of the header)");
   JsonReader json(text, file);
   if (json.peek() != '{') json.error("the header must be a JSON object");
   bool has_metadata = false;
