@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/chat_template.h"
 #include "tempra/llm/generator.h"
@@ -32,18 +33,15 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path& scratch() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tempra_generate_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return testing::scratch_dir("tempra_generate_cli_test");
 }
 
+// Holds its own copy of the path, so its destructor at exit reads no other static object.
 struct Cleanup {
+  fs::path dir = scratch();
   ~Cleanup() {
     std::error_code ec;
-    if (!std::getenv("TEMPRA_KEEP_SCRATCH")) fs::remove_all(scratch(), ec);
+    if (!std::getenv("TEMPRA_KEEP_SCRATCH")) fs::remove_all(dir, ec);
   }
 } cleanup;
 

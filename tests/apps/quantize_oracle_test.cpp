@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "apps/qwen3_fixture.h"
-#include "support/files.h"
 #include "ggml-backend.h"
 #include "llama.h"
-#include "support/llama_oracle.h"
 #include "quantize.h"
+#include "support/files.h"
+#include "support/llama_oracle.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
@@ -38,12 +38,7 @@ using testing::init_llama;
 using testing::last_llama_error;
 
 fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tempra-quantize-oracle-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return testing::scratch_dir("tempra-quantize-oracle");
 }
 
 struct Model {

@@ -22,6 +22,7 @@
 
 #include "apps/qwen3_fixture.h"
 #include "quantize.h"
+#include "support/files.h"
 #include "tempra/llm/qwen3.h"
 
 namespace {
@@ -63,12 +64,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tempra_qwen3_alloc_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return testing::scratch_dir("tempra_qwen3_alloc_test");
 }
 
 // The fixture's shape with head_dim 64 (a multiple of every block size), written once.

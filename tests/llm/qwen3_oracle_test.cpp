@@ -43,13 +43,14 @@
 
 #include "llama.h"
 #include "quantize.h"
+#include "support/files.h"
 #include "support/llama_oracle.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/io/gguf_reader.h"
-#include "tempra/ops/ops.h"
 #include "tempra/llm/qwen3.h"
 #include "tempra/llm/qwen3_synth.h"
 #include "tempra/llm/tokenizer.h"
+#include "tempra/ops/ops.h"
 
 namespace tempra::llm {
 namespace {
@@ -64,12 +65,7 @@ constexpr int kGreedySteps = 64;
 constexpr int64_t kContext = 1024;
 
 const fs::path& scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tempra-qwen3-oracle-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return testing::scratch_dir("tempra-qwen3-oracle");
 }
 
 // Removes the generated models when the test program ends (pass or fail).

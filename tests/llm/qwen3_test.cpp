@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "apps/qwen3_fixture.h"
+#include "support/files.h"
 #include "tempra/core/error.h"
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_reader.h"
@@ -42,12 +43,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("tempra_qwen3_test_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  return testing::scratch_dir("tempra_qwen3_test");
 }
 
 // Rewrites the GGUF at `source` into scratch_dir()/name.gguf: metadata `set_key` replaced by

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,18 @@ inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
   std::vector<std::byte> bytes(chars.size());
   if (!chars.empty()) std::memcpy(bytes.data(), chars.data(), chars.size());
   return bytes;
+}
+
+// A folder in the temporary directory named `name` and unique to this process, created on the
+// first call; the same path on every later call with that name.
+inline const std::filesystem::path& scratch_dir(const std::string& name) {
+  static std::map<std::string, std::filesystem::path> made;  // test bodies run on one thread
+  auto [it, fresh] = made.try_emplace(name);
+  if (fresh) {
+    it->second = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(it->second);
+  }
+  return it->second;
 }
 
 // A .gguf path in the temporary directory, unique to this process.
