@@ -32,8 +32,8 @@
 #include "llama.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
-#include "tempra/llm/qwen3.h"
-#include "tempra/llm/tokenizer.h"
+#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace {
 

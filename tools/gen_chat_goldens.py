@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/gen_chat_goldens.py: goldens for the chat-template engine (src/tempra/llm/chat_template.h).
+"""tools/gen_chat_goldens.py: goldens for the chat-template engine (src/tempra/llm/template/chat_template.h).
 
 Renders, with Python jinja2, the official Qwen3 chat template over a set of conversations and a
 handful of small templates that each exercise one engine feature, and writes the template

@@ -21,10 +21,10 @@
 #include "tempra/core/exec_context.h"
 #include "tempra/core/utf8.h"
 #include "tempra/io/gguf_model.h"
-#include "tempra/llm/chat_template.h"
-#include "tempra/llm/generator.h"
-#include "tempra/llm/qwen3.h"
-#include "tempra/llm/tokenizer.h"
+#include "tempra/llm/template/chat_template.h"
+#include "tempra/llm/runtime/generator.h"
+#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::app {
 

@@ -11,7 +11,7 @@
 
 #include "quantize.h"
 #include "tempra/core/error.h"
-#include "tempra/llm/qwen3_synth.h"
+#include "tempra/llm/model/qwen3_synth.h"
 
 namespace tempra::app {
 namespace {

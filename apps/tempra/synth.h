@@ -1,6 +1,6 @@
 // apps/tempra/synth.h: `tempra synth OUT.gguf`, a Qwen3 model with seeded random weights.
 //
-// Contract: writes llm::write_synthetic_qwen3's model (tempra/llm/qwen3_synth.h) for a preset
+// Contract: writes llm::write_synthetic_qwen3's model (tempra/llm/model/qwen3_synth.h) for a preset
 // (`tiny`: 2 layers, hidden 256, 4/2 heads of dim 128; `0.6b`: Qwen3-0.6B's shape), with shape
 // overrides, in --type F32, F16, BF16 directly, or in a quantized llama.cpp file type (Q8_0,
 // Q4_0, Q4_K_M, Q6_K, ... as `tempra quantize` lists them): then an F16 model is written to a

@@ -1,5 +1,5 @@
 // tests/apps/generate_cli_test.cpp: `tempra generate`, `tempra chat` and `tempra tokenize`
-// end to end, the built executable run on synthesized Qwen3 models (llm/qwen3_synth.h), its
+// end to end, the built executable run on synthesized Qwen3 models (llm/model/qwen3_synth.h), its
 // stdout and stderr captured apart and compared with the library it drives: Tokenizer::encode,
 // Qwen3Session::forward's logits, an argmax decode written here, llm::Generator.
 //
@@ -21,11 +21,11 @@
 
 #include "support/files.h"
 #include "tempra/io/gguf_model.h"
-#include "tempra/llm/chat_template.h"
-#include "tempra/llm/generator.h"
-#include "tempra/llm/qwen3.h"
-#include "tempra/llm/qwen3_synth.h"
-#include "tempra/llm/tokenizer.h"
+#include "tempra/llm/template/chat_template.h"
+#include "tempra/llm/runtime/generator.h"
+#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::llm {
 namespace {

@@ -1,5 +1,5 @@
 // tests/apps/qwen3_fixture.cpp: see qwen3_fixture.h. The hyperparameter keys and the tensor
-// table are the synthesizer's (llm/qwen3_synth.h: llama.cpp's qwen3 hparams loader and
+// table are the synthesizer's (llm/model/qwen3_synth.h: llama.cpp's qwen3 hparams loader and
 // src/models/qwen3.cpp); the tokenizer keys follow llama-vocab.cpp's gpt2 branch.
 #include "apps/qwen3_fixture.h"
 
@@ -12,7 +12,7 @@
 
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/qwen3_synth.h"
+#include "tempra/llm/model/qwen3_synth.h"
 
 namespace tempra::testing {
 namespace {

@@ -7,6 +7,16 @@
 
 namespace tempra::arch {
 
+std::string layer_of(const std::string& folder_path) {
+  std::string best;
+  for (size_t end = folder_path.find('/'); ; end = folder_path.find('/', end + 1)) {
+    const std::string prefix = folder_path.substr(0, end);
+    if (layer_table().count(prefix)) best = prefix;
+    if (end == std::string::npos) break;
+  }
+  return best.empty() ? folder_path.substr(0, folder_path.find('/')) : best;
+}
+
 std::vector<Violation> check_source(const std::string& file, const std::string& layer, const std::string& text) {
   std::vector<Violation> found;
   const auto row = layer_table().find(layer);
@@ -14,7 +24,7 @@ std::vector<Violation> check_source(const std::string& file, const std::string& 
     found.push_back({file, 0, "layer '" + layer + "' is not in the layer table (tests/arch/layering.h)"});
     return found;
   }
-  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]tempra/([A-Za-z0-9_]+)/)");
+  static const std::regex include_line(R"(^\s*#\s*include\s*[<"]tempra/((?:[A-Za-z0-9_]+/)+))");
   std::istringstream lines(text);
   std::string line;
   int number = 0;
@@ -22,7 +32,7 @@ std::vector<Violation> check_source(const std::string& file, const std::string& 
     ++number;
     std::smatch m;
     if (!std::regex_search(line, m, include_line)) continue;
-    const std::string target = m[1];
+    const std::string target = layer_of(m[1]);
     if (!row->second.count(target))
       found.push_back({file, number, "layer '" + layer + "' includes a header of layer '" + target + "': " + line});
   }
@@ -36,7 +46,7 @@ std::vector<Violation> check_tree(const std::filesystem::path& root) {
     if (!entry.is_regular_file()) continue;
     const auto ext = entry.path().extension().string();
     if (ext != ".h" && ext != ".cpp" && ext != ".hpp" && ext != ".inc") continue;
-    const std::string layer = entry.path().lexically_relative(base).begin()->string();
+    const std::string layer = layer_of(entry.path().parent_path().lexically_relative(base).generic_string());
     std::ifstream in(entry.path());
     std::stringstream text;
     text << in.rdbuf();

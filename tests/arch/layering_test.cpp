@@ -36,5 +36,24 @@ TEST(Layering, scanner_rejects_a_layer_missing_from_the_table) {
   EXPECT_NE(v[0].message.find("not in the layer table"), std::string::npos);
 }
 
+TEST(Layering, a_room_of_llm_is_a_layer_of_its_own) {
+  EXPECT_EQ(layer_of("llm/model"), "llm/model");
+  EXPECT_EQ(layer_of("llm/runtime/"), "llm/runtime");
+  EXPECT_EQ(layer_of("core"), "core");
+  EXPECT_EQ(layer_of("llm"), "llm");  // no row: a file directly in llm/ is a violation
+  EXPECT_TRUE(check_source("llm/runtime/x.cpp", "llm/runtime",
+                           "#include \"tempra/llm/model/qwen3.h\"\n#include \"tempra/llm/decode/sampler.h\"\n")
+                  .empty());
+}
+
+TEST(Layering, scanner_flags_a_lower_room_reaching_into_a_higher_one) {
+  EXPECT_EQ(check_source("llm/model/x.cpp", "llm/model", "#include \"tempra/llm/runtime/generator.h\"\n").size(), 1u);
+  EXPECT_EQ(check_source("llm/decode/x.cpp", "llm/decode", "#include \"tempra/llm/model/qwen3.h\"\n").size(), 1u);
+  EXPECT_EQ(check_source("llm/template/x.cpp", "llm/template", "#include \"tempra/llm/tokenizer/bpe.h\"\n").size(),
+            1u);
+  // A header directly under llm/ belongs to no room.
+  EXPECT_EQ(check_source("llm/runtime/x.cpp", "llm/runtime", "#include \"tempra/llm/flat.h\"\n").size(), 1u);
+}
+
 }  // namespace
 }  // namespace tempra::arch

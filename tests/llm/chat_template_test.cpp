@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tempra/core/error.h"
-#include "tempra/llm/chat_template.h"
+#include "tempra/llm/template/chat_template.h"
 
 namespace tempra::llm {
 namespace {

@@ -6,7 +6,7 @@
 // argmax of each step's logits, the prompt-logits callback gives Qwen3Session::forward's
 // logits, the same seed gives the same tokens, a reused prefix changes nothing, stop strings
 // cut the text, and a prompt longer than the context is refused with the counts.
-#include "tempra/llm/generator.h"
+#include "tempra/llm/runtime/generator.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

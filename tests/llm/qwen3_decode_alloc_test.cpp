@@ -23,7 +23,7 @@
 #include "apps/qwen3_fixture.h"
 #include "quantize.h"
 #include "support/files.h"
-#include "tempra/llm/qwen3.h"
+#include "tempra/llm/model/qwen3.h"
 
 namespace {
 std::atomic<int64_t> g_allocations{0};

@@ -47,9 +47,9 @@
 #include "support/llama_oracle.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/io/gguf_reader.h"
-#include "tempra/llm/qwen3.h"
-#include "tempra/llm/qwen3_synth.h"
-#include "tempra/llm/tokenizer.h"
+#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra::llm {

@@ -1,4 +1,4 @@
-// tests/llm/qwen3_test.cpp: the Qwen3 forward pass (tempra/llm/qwen3.h) and its KV cache.
+// tests/llm/qwen3_test.cpp: the Qwen3 forward pass (tempra/llm/model/qwen3.h) and its KV cache.
 //
 // Parity: a tiny Qwen3 GGUF (tests/apps/qwen3_fixture) run by tempra and by the float64 NumPy
 // reference tools/qwen3_reference.py, which the test runs itself with TEMPRA_REFERENCE_PYTHON
@@ -9,7 +9,7 @@
 // error relative to that position's largest logit. Logits are softmax inputs, so what matters
 // is error against their scale; a per-logit relative error is meaningless for logits near 0
 // (a tiny logit of 1e-4 is as exact as its neighbours in absolute terms).
-#include "tempra/llm/qwen3.h"
+#include "tempra/llm/model/qwen3.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -5,7 +5,7 @@
 
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/qwen3_synth.h"
+#include "tempra/llm/model/qwen3_synth.h"
 
 namespace tempra::testing {
 

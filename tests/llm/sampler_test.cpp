@@ -4,7 +4,7 @@
 // can never return, llama.cpp's penalty arithmetic), the draw against the softmax it samples
 // from (20,000 draws, each frequency within 0.015 of its probability: ~5 standard deviations),
 // and replay: the same seed gives the same tokens.
-#include "tempra/llm/sampler.h"
+#include "tempra/llm/decode/sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// tests/llm/tokenizer_test.cpp: the byte-level BPE tokenizer (tempra/llm/tokenizer.h).
+// tests/llm/tokenizer_test.cpp: the byte-level BPE tokenizer (tempra/llm/tokenizer/tokenizer.h).
 //
 // Parity: against llama.cpp's llama_tokenize / llama_token_to_piece (the oracle, libllama from
 // tools/oracle/install.sh) on a vocab-only GGUF of Qwen3's real tokenizer (qwen3_vocab.h), for
@@ -6,7 +6,7 @@
 // with parse_special both true and false: zero mismatches allowed. The rest are unit tests of
 // the contract on a toy byte-level vocab: atomic special tokens, streaming decode that holds
 // partial UTF-8, invalid UTF-8, and linear time on long inputs.
-#include "tempra/llm/tokenizer.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -27,7 +27,7 @@
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/unicode.h"
+#include "tempra/llm/tokenizer/unicode.h"
 
 namespace tempra::llm {
 namespace {

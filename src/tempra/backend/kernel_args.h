@@ -42,7 +42,7 @@ struct AttentionShape {
 };
 
 // Causal attention of q_len new queries over the first kv_len positions of a KV cache, read in
-// place (tempra/llm/kv_cache.h's layout): no copy of the prefix, no widening of an f16 cache.
+// place (tempra/llm/model/kv_cache.h's layout): no copy of the prefix, no widening of an f16 cache.
 // Query i sits at position kv_len - q_len + i and sees keys 0 ... kv_len - q_len + i; query head
 // h reads kv head h / (q_heads / kv_heads). q and out are token-major, the layout a projection
 // writes: element (i, h, d) at (i * q_heads + h) * head_dim + d, both contiguous. Key and value

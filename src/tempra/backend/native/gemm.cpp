@@ -28,7 +28,7 @@
 //   class and tolerance are again those of the f32 GEMM, on the decoded weights. Decoding costs
 //   n k per product whatever m is and pays off only over many rows: the prefill path. Decode
 //   steps (m <= kSkinnyRows) belong to the quantized dots (backend/quant_dot.h), which never
-//   dequantize; choosing between them is the caller's (llm/qwen3.cpp's linear_rows).
+//   dequantize; choosing between them is the caller's (llm/model/qwen3.cpp's linear_rows).
 // - With -DTEMPRA_BLAS=openblas, f32 products that would take the packed path and whose
 //   operands each have a unit stride go to cblas_sgemm on as many OpenBLAS threads as the pool
 //   has. That gives up one promise: OpenBLAS's results can change with its thread count

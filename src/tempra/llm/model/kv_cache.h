@@ -1,0 +1,94 @@
+// tempra/llm/model/kv_cache.h: the per-session key/value cache of a decoder-only transformer.
+//
+// Contract: one KvCache holds, for every layer, the keys and values of the first size() token
+// positions of a sequence, in preallocated [n_head_kv, capacity, head_dim] buffers (one
+// allocation per layer and per K/V, at construction; appending never allocates cache memory).
+// A forward pass writes the new positions with write() (which may overwrite anything at or
+// past size()), reads the prefix it attends over with keys()/values(), and commits with
+// advance(). truncate(n) forgets every position from n on (rewind for speculative decoding or
+// an edited prompt); since positions past size() are always rewritten before they are read,
+// truncate + re-append reads exactly what a fresh cache would, bit for bit.
+//
+// Storage type: f32 (exact), f16 (llama.cpp's default, half the memory) or q8_0 (ggml's Q8_0
+// blocks along head_dim, which must be a multiple of 32; about a quarter of f32's memory).
+// write() rounds to the storage type (Q8_0 with the reference encoder, byte-identical to
+// ggml's) and keys()/values() widen back to f32.
+//
+// The forward pass uses the raw entries instead: write_rows() stores token-major f32 rows
+// without allocating, and attend() runs causal attention over the cache in place through the
+// kernel table's cache_attention (rows are read where they lie, f16 and Q8_0 widened in
+// registers), so a decode step neither copies nor widens the prefix, whatever the storage type.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tempra/core/array.h"
+#include "tempra/quant/blocks.h"
+
+namespace tempra::llm {
+
+enum class KvCacheType : uint8_t { f32, f16, q8_0 };
+
+struct KvCacheShape {
+  int n_layer = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;
+  int64_t capacity = 0;  // the most token positions the cache can hold
+};
+
+class KvCache {
+ public:
+  KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type = KvCacheType::f32);
+
+  const KvCacheShape& shape() const { return shape_; }
+  KvCacheType type() const { return type_; }
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return shape_.capacity; }
+
+  // Stores k and v, each [n_head_kv, n, head_dim] (any float dtype, any strides), at positions
+  // [start, start + n) of `layer`. start must not exceed size() and start + n not capacity().
+  void write(ExecContext& ctx, int layer, int64_t start, const Array& k, const Array& v);
+  // The first `length` positions of `layer` as f32 [1, n_head_kv, length, head_dim], the layout
+  // tempra::attention takes.
+  Array keys(ExecContext& ctx, int layer, int64_t length) const;
+  Array values(ExecContext& ctx, int layer, int64_t length) const;
+
+  // Allocation-free entries for a forward pass over raw buffers. Bounds are checked; pointers
+  // must hold what is said.
+  // k and v: contiguous f32 [n, n_head_kv, head_dim] (token-major, as a projection writes
+  // them), stored at positions [start, start + n) of `layer`.
+  void write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, const float* k, const float* v);
+  // Causal attention of q_len queries, q token-major f32 [q_len, q_heads, head_dim], placed at
+  // positions kv_len - q_len ... kv_len - 1, over positions [0, kv_len) of `layer`; writes out
+  // (same layout as q). scores: q_heads * q_len * kv_len floats of scratch.
+  void attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
+              double scale, float* scores, float* out) const;
+
+  // attend() as ggml's CPU flash attention computes it over an f16 cache (llama.cpp's default
+  // on CPU; ops.cpp, ggml_compute_forward_flash_attn_ext_f16_one_chunk): each query row rounded
+  // to f16, scores as f16 x f16 dots, an online softmax whose value accumulator is f16 (rounded
+  // after every rescale and multiply-add), divided by the softmax sum at the end. For logit
+  // parity with llama.cpp (Qwen3Numerics::ggml); f16 caches only.
+  void attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
+                   double scale, float* out) const;
+
+  // Commits n positions written past size().
+  void advance(int64_t n);
+  // Keeps the first n positions (n <= size()).
+  void truncate(int64_t n);
+
+ private:
+  Array read(ExecContext& ctx, bool keys, int layer, int64_t length, const char* what) const;
+  void write_q8_0(ExecContext& ctx, std::vector<quant::BlockQ8_0>& blocks, int64_t start, const Array& x);
+  Array read_q8_0(ExecContext& ctx, const std::vector<quant::BlockQ8_0>& blocks, int64_t length) const;
+
+  KvCacheShape shape_;
+  KvCacheType type_;
+  int64_t size_ = 0;
+  std::vector<Array> keys_, values_;  // f32/f16: per layer [n_head_kv, capacity, head_dim]
+  // q8_0: per layer, blocks in [n_head_kv, capacity, head_dim / 32] order.
+  std::vector<std::vector<quant::BlockQ8_0>> key_blocks_, value_blocks_;
+};
+
+}  // namespace tempra::llm

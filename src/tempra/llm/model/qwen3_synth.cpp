@@ -1,0 +1,399 @@
+// tempra/llm/model/qwen3_synth.cpp: see qwen3_synth.h. Tensor names and shapes follow llama.cpp's
+// src/models/qwen3.cpp and its qwen3 hparams loader; the vocab follows convert_hf_to_gguf.py
+// (get_vocab_base, _set_vocab_gpt2) and gguf-py's SpecialVocab.
+#include "tempra/llm/model/qwen3_synth.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tempra/core/error.h"
+#include "tempra/core/half.h"
+#include "tempra/core/rng.h"
+#include "tempra/core/thread_pool.h"
+#include "tempra/io/atomic_write.h"
+#include "tempra/io/ggml_types.h"
+#include "tempra/io/gguf_reader.h"
+#include "tempra/io/gguf_writer.h"
+
+namespace tempra::llm {
+namespace {
+
+namespace fs = std::filesystem;
+using io::GgufArray;
+
+constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;  // llama_token_type
+
+nlohmann::json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(bool(in), "qwen3_synth", "cannot read ", path.string());
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("qwen3_synth", path.string(), ": ", e.what());
+  }
+}
+
+bool looks_special(const std::string& text) {  // convert_hf_to_gguf.py, does_token_look_special
+  const auto wrapped = [&](std::string_view open, std::string_view close) {
+    return text.size() >= open.size() + close.size() && text.starts_with(open) && text.ends_with(close);
+  };
+  return text == "<pad>" || text == "<mask>" || text == "<2mass>" || text == "[@BOS@]" || wrapped("<|", "|>") ||
+         wrapped("<\xef\xbd\x9c", "\xef\xbd\x9c>") || wrapped("<unused", ">");
+}
+
+int64_t max_token_id(const nlohmann::json& tokenizer) {
+  int64_t top = -1;
+  for (const auto& [text, id] : tokenizer.at("model").at("vocab").items()) top = std::max(top, id.get<int64_t>());
+  for (const auto& added : tokenizer.at("added_tokens")) top = std::max(top, added.at("id").get<int64_t>());
+  return top;
+}
+
+// A special token of tokenizer_config.json: a string, or {"content": ...} in older files.
+std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
+  if (!config.contains(key) || config.at(key).is_null()) return std::nullopt;
+  const auto& v = config.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content")) return v.at("content").get<std::string>();
+  return std::nullopt;
+}
+
+// GPT-2's bytes_to_unicode: the byte-level alphabet, as UTF-8, indexed by byte.
+std::vector<std::string> byte_alphabet() {
+  std::vector<std::string> out(256);
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    const int cp = printable ? b : next++;
+    std::string s;
+    if (cp < 0x80) {
+      s += static_cast<char>(cp);
+    } else {  // every code point here is below 0x800: two UTF-8 bytes
+      s += static_cast<char>(0xc0 | (cp >> 6));
+      s += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+    out[static_cast<size_t>(b)] = s;
+  }
+  return out;
+}
+
+void add_synthetic_tokenizer_metadata(io::GgufMetadata& m, int64_t n_vocab) {
+  const std::vector<std::string> bytes = byte_alphabet();
+  std::vector<std::string> tokens(bytes);
+  std::vector<std::string> merges;
+  const int64_t n_regular = n_vocab - 3;  // the last three are the special tokens
+  // Bigrams of (space or a letter) + letter, so text tokenizes into more than single bytes.
+  std::vector<std::string> firsts{bytes[' ']};
+  for (char c = 'a'; c <= 'z'; ++c) firsts.push_back(bytes[static_cast<unsigned char>(c)]);
+  for (const auto& first : firsts)
+    for (char c = 'a'; c <= 'z'; ++c) {
+      if (static_cast<int64_t>(tokens.size()) >= n_regular) break;
+      const std::string& second = bytes[static_cast<unsigned char>(c)];
+      tokens.push_back(first + second);
+      merges.push_back(first + " " + second);
+    }
+  const auto n_named = static_cast<int64_t>(tokens.size());
+  std::vector<int32_t> types(static_cast<size_t>(n_vocab), kNormal);
+  for (int64_t i = n_named; i < n_regular; ++i) {
+    tokens.push_back("[PAD" + std::to_string(i) + "]");
+    types[static_cast<size_t>(i)] = kUnused;
+  }
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    types[tokens.size()] = kControl;
+    tokens.emplace_back(special);
+  }
+  const auto endoftext = static_cast<uint32_t>(n_vocab - 3), im_end = static_cast<uint32_t>(n_vocab - 1);
+  m.add("tokenizer.ggml.model", {std::string("gpt2")});
+  m.add("tokenizer.ggml.pre", {std::string("qwen2")});
+  m.add("tokenizer.ggml.tokens", {GgufArray{std::move(tokens)}});
+  m.add("tokenizer.ggml.token_type", {GgufArray{std::move(types)}});
+  m.add("tokenizer.ggml.merges", {GgufArray{std::move(merges)}});
+  m.add("tokenizer.ggml.eos_token_id", {im_end});
+  m.add("tokenizer.ggml.padding_token_id", {endoftext});
+  m.add("tokenizer.ggml.bos_token_id", {endoftext});
+  m.add("tokenizer.ggml.add_bos_token", {false});
+}
+
+// How one tensor's values are drawn.
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> ne;  // ggml order, innermost first
+  int32_t ggml_type = 0;
+  float mean = 0.0f, std = 1.0f;
+  uint64_t numel() const {
+    uint64_t n = 1;
+    for (int64_t e : ne) n *= static_cast<uint64_t>(e);
+    return n;
+  }
+  uint64_t nbytes() const { return numel() * (ggml_type == 0 ? 4u : 2u); }
+};
+
+std::vector<TensorPlan> plan_tensors(const SynthQwen3Spec& s, int32_t weight_type) {
+  std::vector<TensorPlan> plans;
+  for (Qwen3Tensor& t : qwen3_tensors(s)) {
+    switch (t.kind) {
+      case Qwen3Tensor::Kind::embedding:
+        plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, 0.02f});
+        break;
+      case Qwen3Tensor::Kind::matrix: {
+        const auto scale = static_cast<float>(1.0 / std::sqrt(t.ne[0]));  // 1/sqrt(row length)
+        plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, scale});
+        break;
+      }
+      case Qwen3Tensor::Kind::norm:
+        plans.push_back({std::move(t.name), std::move(t.ne), 0, 1.0f, 0.05f});
+        break;
+    }
+  }
+  return plans;
+}
+
+// Tensor k's bytes: element i is mean + std * normal(stream k, i), rounded to its type.
+void fill_tensor(ThreadPool& pool, const TensorPlan& t, uint64_t seed, uint64_t k, std::byte* out) {
+  const uint64_t stream = splitmix64_mix(seed ^ (0x5157454e33ull + k * CounterRng::kGolden));  // "QWEN3" + k
+  const auto n = static_cast<int64_t>(t.numel());
+  pool.parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = t.mean + t.std * CounterRng::normal(stream, static_cast<uint64_t>(i));
+      if (t.ggml_type == 0) {
+        std::memcpy(out + i * 4, &v, 4);
+      } else {
+        const uint16_t h = t.ggml_type == 1 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+        std::memcpy(out + i * 2, &h, 2);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+SynthQwen3Spec SynthQwen3Spec::tiny() {
+  return {.n_layer = 2,
+          .n_embd = 256,
+          .n_ff = 768,
+          .n_head = 4,
+          .n_head_kv = 2,
+          .head_dim = 128,
+          .n_vocab = 151936,
+          .tied_embeddings = true,
+          .context_length = 4096};
+}
+
+SynthQwen3Spec SynthQwen3Spec::qwen3_0_6b() {
+  return {.n_layer = 28,
+          .n_embd = 1024,
+          .n_ff = 3072,
+          .n_head = 16,
+          .n_head_kv = 8,
+          .head_dim = 128,
+          .n_vocab = 151936,
+          .tied_embeddings = true,
+          .context_length = 40960};
+}
+
+std::vector<Qwen3Tensor> qwen3_tensors(const SynthQwen3Spec& s) {
+  std::vector<Qwen3Tensor> tensors;
+  using Kind = Qwen3Tensor::Kind;
+  const auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
+    tensors.push_back({std::move(name), {cols, rows}, Kind::matrix});
+  };
+  const auto norm = [&](std::string name, int64_t n) { tensors.push_back({std::move(name), {n}, Kind::norm}); };
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  tensors.push_back({"token_embd.weight", {s.n_embd, s.n_vocab}, Kind::embedding});
+  norm("output_norm.weight", s.n_embd);
+  if (!s.tied_embeddings) matrix("output.weight", s.n_embd, s.n_vocab);
+  for (int i = 0; i < s.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    norm(p + "attn_norm.weight", s.n_embd);
+    matrix(p + "attn_q.weight", s.n_embd, q_dim);
+    matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+    matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    matrix(p + "attn_output.weight", q_dim, s.n_embd);
+    norm(p + "attn_q_norm.weight", s.head_dim);
+    norm(p + "attn_k_norm.weight", s.head_dim);
+    norm(p + "ffn_norm.weight", s.n_embd);
+    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+  }
+  return tensors;
+}
+
+void add_qwen3_hparams(io::GgufMetadata& m, const SynthQwen3Spec& s) {
+  m.add("qwen3.block_count", {uint32_t(s.n_layer)});
+  m.add("qwen3.context_length", {uint32_t(s.context_length)});
+  m.add("qwen3.embedding_length", {uint32_t(s.n_embd)});
+  m.add("qwen3.feed_forward_length", {uint32_t(s.n_ff)});
+  m.add("qwen3.attention.head_count", {uint32_t(s.n_head)});
+  m.add("qwen3.attention.head_count_kv", {uint32_t(s.n_head_kv)});
+  m.add("qwen3.rope.freq_base", {static_cast<float>(s.rope_freq_base)});
+  m.add("qwen3.attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
+  m.add("qwen3.attention.key_length", {uint32_t(s.head_dim)});
+  m.add("qwen3.attention.value_length", {uint32_t(s.head_dim)});
+}
+
+int64_t hf_tokenizer_size(const fs::path& tokenizer_dir) {
+  return max_token_id(read_json(tokenizer_dir / "tokenizer.json")) + 1;
+}
+
+void add_qwen3_tokenizer_metadata(io::GgufMetadata& m, const fs::path& tokenizer_dir, int64_t n_vocab) {
+  const fs::path json_path = tokenizer_dir / "tokenizer.json";
+  const nlohmann::json json = read_json(json_path);
+  const nlohmann::json config = read_json(tokenizer_dir / "tokenizer_config.json");
+  const int64_t size = max_token_id(json) + 1;
+  check(n_vocab >= size, "qwen3_synth", "vocab size ", n_vocab, " is smaller than the tokenizer's ", size, " (",
+        json_path.string(), ")");
+  check(n_vocab <= (int64_t{1} << 31) - 1, "qwen3_synth", "vocab size ", n_vocab, " does not fit a token id");
+
+  const auto n = static_cast<size_t>(n_vocab);
+  std::vector<std::string> tokens(n);
+  std::vector<int32_t> types(n, kUnused);
+  std::vector<bool> present(n, false);
+  for (const auto& [text, id] : json.at("model").at("vocab").items()) {
+    const auto i = id.get<size_t>();
+    tokens[i] = text;
+    types[i] = kNormal;
+    present[i] = true;
+  }
+  for (const auto& added : json.at("added_tokens")) {
+    const auto i = added.at("id").get<size_t>();
+    tokens[i] = added.at("content").get<std::string>();
+    types[i] = added.at("special").get<bool>() || looks_special(tokens[i]) ? kControl : kUserDefined;
+    present[i] = true;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!present[i]) tokens[i] = "[PAD" + std::to_string(i) + "]";
+
+  std::vector<std::string> merges;
+  merges.reserve(json.at("model").at("merges").size());
+  for (const auto& merge : json.at("model").at("merges")) {
+    if (merge.is_string()) {
+      merges.push_back(merge.get<std::string>());
+    } else {  // newer tokenizers store [left, right]
+      merges.push_back(merge.at(0).get<std::string>() + " " + merge.at(1).get<std::string>());
+    }
+  }
+
+  const auto id_of = [&](const std::optional<std::string>& text) -> std::optional<uint32_t> {
+    if (!text) return std::nullopt;
+    for (size_t i = 0; i < n; ++i)
+      if (present[i] && tokens[i] == *text) return static_cast<uint32_t>(i);
+    return std::nullopt;
+  };
+  const std::optional<uint32_t> eos = id_of(config_token(config, "eos_token"));
+  const std::optional<uint32_t> pad = id_of(config_token(config, "pad_token"));
+  std::optional<uint32_t> bos;
+  if (fs::exists(tokenizer_dir / "config.json")) {
+    const nlohmann::json model_config = read_json(tokenizer_dir / "config.json");
+    if (model_config.contains("bos_token_id") && model_config.at("bos_token_id").is_number_unsigned())
+      bos = model_config.at("bos_token_id").get<uint32_t>();
+  }
+  if (!bos) bos = id_of(config_token(config, "bos_token"));
+  if (!bos) bos = pad;
+
+  m.add("tokenizer.ggml.model", {std::string("gpt2")});
+  m.add("tokenizer.ggml.pre", {std::string("qwen2")});
+  m.add("tokenizer.ggml.tokens", {GgufArray{std::move(tokens)}});
+  m.add("tokenizer.ggml.token_type", {GgufArray{std::move(types)}});
+  m.add("tokenizer.ggml.merges", {GgufArray{std::move(merges)}});
+  if (eos) m.add("tokenizer.ggml.eos_token_id", {*eos});
+  if (pad) m.add("tokenizer.ggml.padding_token_id", {*pad});
+  if (bos) m.add("tokenizer.ggml.bos_token_id", {*bos});
+  if (config.contains("add_bos_token") && config.at("add_bos_token").is_boolean())
+    m.add("tokenizer.ggml.add_bos_token", {config.at("add_bos_token").get<bool>()});
+  if (config.contains("chat_template") && config.at("chat_template").is_string())
+    m.add("tokenizer.chat_template", {config.at("chat_template").get<std::string>()});
+}
+
+void validate(const SynthQwen3Spec& s) {
+  const auto positive = [](int64_t v, const char* name) {
+    check(v > 0, "qwen3_synth", name, " must be positive, got ", v);
+  };
+  positive(s.n_layer, "n_layer");
+  positive(s.n_embd, "n_embd");
+  positive(s.n_ff, "n_ff");
+  positive(s.n_head, "n_head");
+  positive(s.n_head_kv, "n_head_kv");
+  positive(s.head_dim, "head_dim");
+  positive(s.n_vocab, "n_vocab");
+  positive(s.context_length, "context_length");
+  // GGUF stores the hyperparameters as u32.
+  for (int64_t v : {s.n_embd, s.n_ff, s.n_head, s.n_head_kv, s.head_dim, s.context_length})
+    check(v <= int64_t{0xffffffff}, "qwen3_synth", "a hyperparameter of ", v, " does not fit GGUF's u32");
+  check(s.n_head % s.n_head_kv == 0, "qwen3_synth", "n_head ", s.n_head, " is not a multiple of n_head_kv ",
+        s.n_head_kv);
+  check(s.head_dim % 2 == 0, "qwen3_synth", "head_dim ", s.head_dim, " is odd; rope rotates pairs");
+  check(s.weight_type == DType::f32 || s.weight_type == DType::f16 || s.weight_type == DType::bf16, "qwen3_synth",
+        "weight type must be f32, f16 or bf16, got ", s.weight_type);
+  check(s.rope_freq_base > 0 && s.rms_norm_eps > 0, "qwen3_synth", "rope_freq_base and rms_norm_eps must be positive");
+  if (s.tokenizer_dir.empty()) {
+    check(s.n_vocab >= 259, "qwen3_synth", "n_vocab ", s.n_vocab,
+          " is too small for the synthetic vocab (256 bytes + 3 special tokens)");
+    check(s.n_vocab <= (int64_t{1} << 31) - 1, "qwen3_synth", "n_vocab ", s.n_vocab, " does not fit a token id");
+  } else {
+    check(fs::is_directory(s.tokenizer_dir), "qwen3_synth", "tokenizer folder ", s.tokenizer_dir.string(),
+          " does not exist");
+  }
+}
+
+void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
+  validate(s);
+  const int32_t weight_type = *io::ggml_type_for_dtype(s.weight_type);
+
+  io::GgufWriter w;
+  auto& m = w.metadata();
+  m.add("general.architecture", {std::string("qwen3")});
+  m.add("general.type", {std::string("model")});
+  m.add("general.name", {std::string("tempra-synthetic-qwen3")});
+  m.add("general.file_type", {uint32_t(weight_type == 0 ? 0 : weight_type == 1 ? 1 : 32)});  // LLAMA_FTYPE_*
+  m.add("general.quantization_version", {uint32_t{2}});
+  add_qwen3_hparams(m, s);
+  if (s.tokenizer_dir.empty())
+    add_synthetic_tokenizer_metadata(m, s.n_vocab);
+  else
+    add_qwen3_tokenizer_metadata(m, s.tokenizer_dir, s.n_vocab);
+
+  // Pass 1: the file with every tensor's data zero, from one calloc'd block as large as the
+  // largest tensor (its pages stay the kernel's shared zero page: reading them costs no memory).
+  const std::vector<TensorPlan> plans = plan_tensors(s, weight_type);
+  uint64_t largest = 0;
+  for (const auto& t : plans) largest = std::max(largest, t.nbytes());
+  std::shared_ptr<std::byte> zeros(static_cast<std::byte*>(std::calloc(largest, 1)), std::free);
+  check(zeros != nullptr, "qwen3_synth", "cannot allocate ", largest, " bytes");
+  for (const auto& t : plans) w.add_tensor(t.name, t.ggml_type, t.ne, {zeros.get(), t.nbytes()}, zeros);
+
+  io::write_atomically(out, "qwen3_synth", [&](std::FILE* f, const std::string& temp) {
+    w.write(f, temp);
+    if (std::fflush(f) != 0) fail("qwen3_synth", "writing ", temp, " failed: ", std::strerror(errno));
+    uint64_t data_offset = 0;
+    std::vector<uint64_t> offsets;
+    {
+      const io::GgufFile file = io::GgufFile::open(temp);
+      data_offset = file.data_offset();
+      for (const auto& info : file.tensors()) offsets.push_back(info.offset);
+    }
+    zeros.reset();
+
+    // Pass 2: each tensor's values, generated and written one at a time.
+    ThreadPool pool(ThreadPool::default_thread_count());
+    std::vector<std::byte> buffer;
+    for (size_t k = 0; k < plans.size(); ++k) {
+      buffer.resize(plans[k].nbytes());
+      fill_tensor(pool, plans[k], s.seed, k, buffer.data());
+      if (::fseeko(f, static_cast<off_t>(data_offset + offsets[k]), SEEK_SET) != 0 ||
+          std::fwrite(buffer.data(), 1, buffer.size(), f) != buffer.size())
+        fail("qwen3_synth", "writing ", plans[k].name, " to ", temp, " failed: ", std::strerror(errno));
+    }
+  });
+}
+
+}  // namespace tempra::llm

@@ -1,0 +1,245 @@
+// tempra/llm/runtime/generator.cpp: see generator.h.
+#include "tempra/llm/runtime/generator.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "tempra/core/error.h"
+#include "tempra/ops/ops.h"
+
+namespace tempra::llm {
+namespace {
+
+constexpr std::string_view kOp = "generate";
+
+// llama.cpp's vocab loader (src/llama-vocab.cpp, special_eog_ids): the texts it treats as end of
+// generation, plus the FIM pad / repo / file-separator tokens it detects by text and adds too.
+constexpr std::array<std::string_view, 32> kEndOfGenerationTexts = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>", "<end_of_turn>",
+    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>",
+    "<eos>", "<turn|>", "<|tool_response>",
+    "<\xef\xbd\x9c"
+    "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+    "[e~[",
+    // FIM tokens (special_fim_pad_id, special_fim_rep_id, special_fim_sep_id).
+    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
+    "<|file_sep|>"};
+
+// The length of the longest proper prefix of `word` that `text` ends with.
+size_t partial_suffix(std::string_view text, std::string_view word) {
+  for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
+    if (text.ends_with(word.substr(0, k))) return k;
+  return 0;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  if (tokenizer.eos() >= 0) ids.push_back(tokenizer.eos());
+  for (int32_t id = 0; id < tokenizer.size(); ++id)
+    if (std::find(kEndOfGenerationTexts.begin(), kEndOfGenerationTexts.end(), tokenizer.text(id)) !=
+        kEndOfGenerationTexts.end())
+      ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+StopStringFilter::StopStringFilter(std::vector<std::string> stops) {
+  for (auto& s : stops)
+    if (!s.empty()) stops_.push_back(std::move(s));
+}
+
+std::string StopStringFilter::push(std::string_view text) {
+  if (stopped_) return {};
+  held_.append(text);
+  size_t cut = std::string::npos;
+  for (const auto& s : stops_) cut = std::min(cut, held_.find(s));
+  if (cut != std::string::npos) {
+    stopped_ = true;
+    std::string out = held_.substr(0, cut);
+    held_.clear();
+    return out;
+  }
+  size_t keep = 0;
+  for (const auto& s : stops_) keep = std::max(keep, partial_suffix(held_, s));
+  std::string out = held_.substr(0, held_.size() - keep);
+  held_.erase(0, held_.size() - keep);
+  return out;
+}
+
+std::string StopStringFilter::finish() {
+  return std::exchange(held_, std::string());
+}
+
+void ThinkSplitter::push(std::string_view text, const TextSink& sink) {
+  held_.append(text);
+  for (;;) {
+    const std::string_view tag = thinking_ ? "</think>" : "<think>";
+    const TextKind kind = thinking_ ? TextKind::thinking : TextKind::content;
+    const size_t pos = held_.find(tag);
+    if (pos == std::string::npos) {
+      const size_t keep = partial_suffix(held_, tag);
+      if (held_.size() > keep) sink(std::string_view(held_).substr(0, held_.size() - keep), kind);
+      held_.erase(0, held_.size() - keep);
+      return;
+    }
+    if (pos > 0) sink(std::string_view(held_).substr(0, pos), kind);
+    sink(tag, thinking_ ? TextKind::think_close : TextKind::think_open);
+    thinking_ = !thinking_;
+    held_.erase(0, pos + tag.size());
+  }
+}
+
+void ThinkSplitter::finish(const TextSink& sink) {
+  if (!held_.empty()) sink(held_, thinking_ ? TextKind::thinking : TextKind::content);
+  held_.clear();
+}
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::end_of_generation:
+      return "end of generation";
+    case StopReason::stop_string:
+      return "stop string";
+    case StopReason::max_tokens:
+      return "max tokens";
+    case StopReason::context_full:
+      return "context full";
+  }
+  return "?";
+}
+
+Generator::Generator(ExecContext& ctx, const Qwen3Model& model, const Tokenizer& tokenizer, Qwen3Session& session)
+    : ctx_(&ctx), model_(&model), tokenizer_(&tokenizer), session_(&session), eog_(end_of_generation_ids(tokenizer)) {
+  check(session.size() == 0, kOp, "the session must start empty, it holds ", session.size(), " tokens");
+  check(tokenizer.size() <= model.config().n_vocab, kOp, "the tokenizer has ", tokenizer.size(),
+        " tokens but the model's vocab has ", model.config().n_vocab);
+}
+
+bool Generator::is_end_of_generation(int32_t id) const {
+  return std::binary_search(eog_.begin(), eog_.end(), id);
+}
+
+void Generator::reset() {
+  session_->truncate(0);
+  tokens_.clear();
+}
+
+GenerationResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                     const GenerateCallbacks& callbacks) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto n = static_cast<int64_t>(prompt.size());
+  const int64_t capacity = context();
+  const int64_t n_vocab = model_->config().n_vocab;
+  check(n > 0, kOp, "the prompt is empty");
+  check(n <= capacity, kOp, "prompt has ", n, " tokens but the context holds ", capacity);
+  check(options.batch > 0, kOp, "batch must be positive, got ", options.batch);
+  for (int64_t i = 0; i < n; ++i)
+    check(prompt[size_t(i)] >= 0 && prompt[size_t(i)] < n_vocab, kOp, "prompt token ", i, " is id ", prompt[size_t(i)],
+          ", outside the vocab [0, ", n_vocab, ")");
+  Sampler sampler(options.sampling);
+  sampler.set_step(sampler_step_);
+
+  // Keep the common prefix, but always evaluate the last prompt token: its logits start decoding.
+  int64_t keep = 0;
+  while (keep < n - 1 && keep < int64_t(tokens_.size()) && tokens_[size_t(keep)] == prompt[size_t(keep)]) ++keep;
+  session_->truncate(keep);
+  tokens_.resize(size_t(keep));
+
+  GenerationResult result;
+  result.reused_tokens = keep;
+  // The logits the next draw reads: the session's own buffer (prefill/decode, valid until its
+  // next call) or, when the caller wants every prompt row, a copy of forward()'s last row.
+  std::span<const float> logits;
+  std::vector<float> last_row;
+  auto keep_last_row = [&](const Array& rows) {
+    check(rows.dtype() == DType::f32 && rows.rank() == 2 && rows.dim(1) == n_vocab, kOp,
+          "the model returned logits of shape ", rows.shape());
+    Array last = rows.select(0, rows.dim(0) - 1);
+    if (!last.is_contiguous()) last = contiguous(*ctx_, last);
+    last_row.assign(last.data<float>(), last.data<float>() + n_vocab);
+    logits = last_row;
+  };
+
+  const auto prefill_start = std::chrono::steady_clock::now();
+  for (int64_t first = keep; first < n; first += options.batch) {
+    const int64_t m = std::min(options.batch, n - first);
+    const auto chunk = prompt.subspan(size_t(first), size_t(m));
+    if (callbacks.on_prompt_logits) {
+      const Array rows = session_->forward(*ctx_, chunk);
+      callbacks.on_prompt_logits(first, rows);
+      keep_last_row(rows);
+    } else {
+      logits = session_->prefill(*ctx_, chunk);  // the last position's logits only
+    }
+    tokens_.insert(tokens_.end(), chunk.begin(), chunk.end());
+    if (callbacks.on_prefill) callbacks.on_prefill(first + m, n);
+  }
+  result.timings.prompt_tokens = n - keep;
+  result.timings.prompt_ms = ms_since(prefill_start);
+
+  StreamingDecoder decoder(*tokenizer_, /*render_special=*/false);
+  StopStringFilter stops(options.stop);
+  ThinkSplitter think(options.start_in_thinking);
+  const TextSink sink = [&](std::string_view text, TextKind kind) {
+    result.text.append(text);
+    if (callbacks.on_text) callbacks.on_text(text, kind);
+  };
+  auto emit = [&](const std::string& decoded) {
+    const std::string out = stops.push(decoded);
+    if (!out.empty()) think.push(out, sink);
+  };
+
+  for (;;) {
+    if (options.max_new_tokens >= 0 && int64_t(result.ids.size()) >= options.max_new_tokens) {
+      result.reason = StopReason::max_tokens;
+      break;
+    }
+    if (!result.ids.empty()) {  // the previous token goes into the cache for the next logits
+      if (int64_t(tokens_.size()) >= capacity) {
+        result.reason = StopReason::context_full;
+        break;
+      }
+      const int32_t previous = result.ids.back();
+      const auto step_start = std::chrono::steady_clock::now();
+      logits = session_->decode(*ctx_, previous);
+      result.timings.eval_ms += ms_since(step_start);
+      ++result.timings.eval_tokens;
+      tokens_.push_back(previous);
+    }
+    const int32_t id = sampler.sample(logits, tokens_);
+    result.ids.push_back(id);
+    if (is_end_of_generation(id)) {
+      result.reason = StopReason::end_of_generation;
+      break;
+    }
+    emit(decoder.push(id));
+    if (stops.stopped()) {
+      result.reason = StopReason::stop_string;
+      break;
+    }
+  }
+  if (!stops.stopped()) {
+    emit(decoder.finish());
+    if (stops.stopped()) {
+      result.reason = StopReason::stop_string;
+    } else if (const std::string rest = stops.finish(); !rest.empty()) {
+      think.push(rest, sink);
+    }
+  }
+  think.finish(sink);
+  sampler_step_ = sampler.step();
+  result.timings.total_ms = ms_since(start);
+  return result;
+}
+
+}  // namespace tempra::llm

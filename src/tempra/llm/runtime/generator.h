@@ -1,0 +1,158 @@
+// tempra/llm/runtime/generator.h: the generation loop (prefill, then sample and decode token by token)
+// over a Qwen3Session, streaming text through a callback. No I/O: `tempra generate`, `tempra
+// chat` and the server all drive it and print what they like.
+//
+// Contract:
+// - Generator::generate(prompt) makes the session hold `prompt` followed by what it generates.
+//   The session's tokens that `prompt` starts with are kept (prefix reuse: a chat turn only
+//   evaluates the new messages); at least the last prompt token is always evaluated, for its
+//   logits. A prompt longer than the session's context throws tempra::Error "prompt has N
+//   tokens but the context holds M"; nothing is ever truncated silently. Prefill runs in
+//   batches of GenerateOptions::batch tokens, keeping only the last row of logits, so memory
+//   stays O(batch x n_vocab) whatever the prompt length. Each decode step is one
+//   Qwen3Session::decode (no allocation in the model). Logits depend on how the prompt was
+//   split into batches (Qwen3Numerics: batches past 32 tokens multiply quantized weights in
+//   f32), so "same seed, same output" holds for the same prompt, batch size and cache reuse.
+// - Each new token is drawn by a Sampler (sampler.h: llama.cpp's chain and order) over the
+//   session's tokens as history (prompt included, as llama.cpp's penalties see them).
+//   Generation stops at the first of: an end-of-generation token (llama.cpp's EOG set,
+//   end_of_generation_ids() below: Qwen3's <|im_end|> and <|endoftext|>), a user stop string,
+//   max_new_tokens, a full context. The EOG token is in GenerationResult::ids but its text is
+//   never emitted.
+// - Text is decoded with StreamingDecoder (never splits a UTF-8 sequence; control tokens render
+//   as nothing, llama.cpp's default) and passed through StopStringFilter (stop text and
+//   anything after it are never emitted; text that could be the start of a stop string is held
+//   back until it cannot) and then ThinkSplitter (classifies `<think>...</think>` spans).
+//   Concatenating every emitted piece gives GenerationResult::text, the model's raw output up
+//   to the stop string.
+// - Same model, prompt, options and seed: same tokens (the sampler's draws are keyed by seed and
+//   step; the step counter runs on across generate() calls of one Generator).
+//
+// Parity: the EOG set and the penalty history are llama.cpp's (src/llama-vocab.cpp,
+// common/sampling.cpp); the timing fields are those llama-server prints (prompt eval / eval /
+// total, tools/server/server-context.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tempra/core/array.h"
+#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/decode/sampler.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
+
+namespace tempra::llm {
+
+// llama.cpp's end-of-generation tokens for this vocab: the EOS id plus every token whose text
+// llama.cpp's vocab loader puts in special_eog_ids (<|im_end|>, <|endoftext|>, <|eot_id|>, ...,
+// and Qwen's FIM pad/repo/file-separator tokens). Sorted, unique.
+std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer);
+
+// Holds back emitted text that could still turn into a stop string; cuts at the first one.
+class StopStringFilter {
+ public:
+  explicit StopStringFilter(std::vector<std::string> stops);  // empty strings are ignored
+
+  // Appends `text`; returns what can be emitted now. After stopped() is true, returns "".
+  std::string push(std::string_view text);
+  // The held-back text, when generation ends for another reason.
+  std::string finish();
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string held_;
+  bool stopped_ = false;
+};
+
+enum class TextKind : uint8_t {
+  content,      // the answer
+  thinking,     // inside <think> ... </think>
+  think_open,   // the "<think>" tag itself
+  think_close,  // the "</think>" tag itself
+};
+
+using TextSink = std::function<void(std::string_view text, TextKind kind)>;
+
+// Splits a text stream at "<think>" and "</think>" (tags split across pushes included) and
+// reports each span with its kind. The tags themselves come as think_open/think_close pieces,
+// so printing every piece verbatim reproduces the input.
+class ThinkSplitter {
+ public:
+  explicit ThinkSplitter(bool start_in_thinking = false) : thinking_(start_in_thinking) {}
+  void push(std::string_view text, const TextSink& sink);
+  void finish(const TextSink& sink);  // emits a held partial tag as ordinary text
+  bool thinking() const { return thinking_; }
+
+ private:
+  bool thinking_;
+  std::string held_;  // a suffix that may be the start of the next tag
+};
+
+struct GenerateOptions {
+  SamplerParams sampling = {};
+  int64_t max_new_tokens = -1;         // < 0: until end of generation or a full context
+  std::vector<std::string> stop = {};  // user stop strings
+  bool start_in_thinking = false;      // the prompt leaves a <think> open (classification only)
+  int64_t batch = 512;                 // prompt tokens per forward pass
+};
+
+struct GenerateCallbacks {
+  TextSink on_text = {};  // each emitted piece, in order
+  // After each prefill batch: prompt tokens evaluated so far (reused ones included), total.
+  std::function<void(int64_t done, int64_t total)> on_prefill = {};
+  // Each prefill batch's logits, f32 [m, n_vocab], rows for prompt positions first ... first+m.
+  std::function<void(int64_t first, const Array& logits)> on_prompt_logits = {};
+};
+
+enum class StopReason : uint8_t { end_of_generation, stop_string, max_tokens, context_full };
+std::string_view to_string(StopReason reason);
+
+// The figures llama-server reports after a completion.
+struct GenerationTimings {
+  int64_t prompt_tokens = 0;  // evaluated in the prefill (not the reused prefix)
+  double prompt_ms = 0;
+  int64_t eval_tokens = 0;  // decode steps (forward passes of one token)
+  double eval_ms = 0;
+  double total_ms = 0;  // the whole generate() call, sampling included
+};
+
+struct GenerationResult {
+  std::vector<int32_t> ids;  // every sampled token, in order (a final EOG token included)
+  std::string text;          // every emitted piece, concatenated
+  StopReason reason = StopReason::max_tokens;
+  int64_t reused_tokens = 0;  // prompt tokens the session already held
+  GenerationTimings timings;
+};
+
+class Generator {
+ public:
+  // The model, tokenizer and session must outlive the Generator; the session must be empty or
+  // hold exactly what tokens() will report (a fresh one, normally).
+  Generator(ExecContext& ctx, const Qwen3Model& model, const Tokenizer& tokenizer, Qwen3Session& session);
+
+  GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                            const GenerateCallbacks& callbacks = {});
+
+  // What the session's cache holds, in order.
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t context() const { return session_->cache().capacity(); }
+  bool is_end_of_generation(int32_t id) const;
+  // Empties the session (chat's /reset).
+  void reset();
+
+ private:
+  ExecContext* ctx_;
+  const Qwen3Model* model_;
+  const Tokenizer* tokenizer_;
+  Qwen3Session* session_;
+  std::vector<int32_t> tokens_;
+  std::vector<int32_t> eog_;  // sorted
+  uint64_t sampler_step_ = 0;
+};
+
+}  // namespace tempra::llm

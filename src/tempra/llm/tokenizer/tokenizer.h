@@ -1,0 +1,123 @@
+// tempra/llm/tokenizer/tokenizer.h: the byte-level BPE tokenizer of GGUF models (`tokenizer.ggml.model =
+// gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3).
+//
+// Contract:
+//   - encode(text) returns llama.cpp's llama_tokenize ids for the same vocab, byte for byte
+//     (tests/llm/tokenizer_test.cpp holds it to that on 300+ fixtures and Debian's licenses):
+//       1. special tokens are cut out of the text first, atomically: every CONTROL, USER_DEFINED
+//          or UNKNOWN token, longest text first, splits every remaining text fragment at each
+//          of its occurrences. With parse_special = false only USER_DEFINED tokens are cut out
+//          (as llama.cpp and Hugging Face do), so "<|im_start|>" is then tokenized as text;
+//       2. each text fragment is decoded leniently (invalid UTF-8: one U+FFFD per bad byte,
+//          unicode.h), split by the qwen2 rule (pretokenize_qwen2.h), and each word is BPE'd in
+//          the byte-level alphabet (bpe.h). No NFC normalization: llama.cpp applies none
+//          (Hugging Face's Qwen tokenizer does; they differ on non-NFC input).
+//     Invalid UTF-8 never throws; it encodes as U+FFFD would, so decode(encode(s)) == s holds
+//     for valid UTF-8 only. Code points above U+10FFFF (lead bytes 0xF5-0xF7) also become
+//     U+FFFD, where llama.cpp throws.
+//   - decode(ids) concatenates token pieces, llama_token_to_piece's: NORMAL tokens through the
+//     byte-level alphabet back to bytes, CONTROL/USER_DEFINED/UNKNOWN tokens as their text
+//     (CONTROL and UNKNOWN only with render_special), BYTE tokens ("<0xXX>") as their byte,
+//     UNUSED ones as nothing. No space clean-up. Ids out of range throw.
+//   - StreamingDecoder yields decoded text piece by piece but never splits a UTF-8 sequence: an
+//     incomplete code point at the end is held until completed; bytes that can never form one
+//     are passed through as they are, so the concatenation of all output equals decode(ids).
+//   - from_gguf throws tempra::Error naming the key for a missing or malformed field and for a
+//     tokenizer model or pre-tokenizer other than gpt2/qwen2.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tempra/io/gguf_reader.h"
+#include "tempra/io/gguf_value.h"
+#include "tempra/llm/tokenizer/bpe.h"
+
+namespace tempra::llm {
+
+// GGUF's tokenizer.ggml.token_type values (llama.h, llama_token_type).
+enum class TokenType : int32_t {
+  undefined = 0,
+  normal = 1,
+  unknown = 2,
+  control = 3,
+  user_defined = 4,
+  unused = 5,
+  byte = 6,
+};
+
+// llama.cpp's token attributes (llama.h, llama_token_attr): the type as a bit, plus the bits
+// llama.cpp adds by looking at the text (CONTROL on end-of-generation-looking tokens).
+enum TokenAttr : uint32_t {
+  kAttrUndefined = 0,
+  kAttrUnknown = 1 << 0,
+  kAttrUnused = 1 << 1,
+  kAttrNormal = 1 << 2,
+  kAttrControl = 1 << 3,
+  kAttrUserDefined = 1 << 4,
+  kAttrByte = 1 << 5,
+};
+
+struct TokenizerVocab {
+  std::vector<std::string> tokens;
+  std::vector<TokenType> types;     // one per token; empty means all NORMAL
+  std::vector<std::string> merges;  // "left right", rank = index
+  std::string pre = "qwen2";
+  int32_t bos = -1, eos = -1, pad = -1;
+  bool add_bos = false, add_eos = false;
+};
+
+struct EncodeOptions {
+  bool parse_special = true;  // cut CONTROL tokens out of the text (llama.cpp's chat default)
+  bool add_special = false;   // prepend BOS / append EOS when the vocab asks for it
+};
+
+class Tokenizer {
+ public:
+  explicit Tokenizer(TokenizerVocab vocab);
+  static Tokenizer from_gguf(const io::GgufMetadata& metadata);
+  static Tokenizer from_gguf(const io::GgufFile& file) { return from_gguf(file.metadata()); }
+
+  std::vector<int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
+  std::string decode(std::span<const int32_t> ids, bool render_special = true) const;
+  // One token's bytes (llama_token_to_piece with lstrip 0).
+  std::string piece(int32_t id, bool render_special = true) const;
+
+  int32_t size() const { return int32_t(vocab_.tokens.size()); }
+  const std::string& text(int32_t id) const;
+  uint32_t attr(int32_t id) const;
+  int32_t bos() const { return vocab_.bos; }
+  int32_t eos() const { return vocab_.eos; }
+  int32_t pad() const { return vocab_.pad; }
+
+ private:
+  void check_id(int32_t id) const;
+  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
+
+  TokenizerVocab vocab_;
+  std::vector<uint32_t> attrs_;
+  std::vector<int32_t> special_;  // CONTROL | USER_DEFINED | UNKNOWN ids, longest text first
+  BpeModel bpe_;
+};
+
+class StreamingDecoder {
+ public:
+  explicit StreamingDecoder(const Tokenizer& tokenizer, bool render_special = true)
+      : tokenizer_(&tokenizer), render_special_(render_special) {}
+
+  // The text completed by `id`: everything decoded so far that ends on a UTF-8 boundary.
+  std::string push(int32_t id);
+  // Whatever is still held (an incomplete sequence at the end of the stream), as raw bytes.
+  std::string finish();
+  bool has_pending() const { return !pending_.empty(); }
+
+ private:
+  const Tokenizer* tokenizer_;
+  bool render_special_;
+  std::string pending_;
+};
+
+}  // namespace tempra::llm
