@@ -33,6 +33,7 @@
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/runtime/session.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace {
@@ -103,7 +104,7 @@ struct TempraEngine {
 
   Timing run(const std::vector<int32_t>& prompt, const std::vector<int32_t>& steps) {
     using namespace tempra::llm;
-    Qwen3Session session(ctx, model,
+    Session session(ctx, model,
                          {.context = int64_t(prompt.size() + steps.size()), .cache_type = KvCacheType::f16,
                           .batch = int64_t(prompt.size())});
     Timing t;

@@ -100,13 +100,13 @@ int run_chat(const cli::Args& args) {
   const std::string system = args.given("--system") ? args.string("--system") : std::string();
   if (const auto bad = invalid_utf8_at(system)) fail("chat", "--system is not valid UTF-8 (byte ", *bad, ")");
   const LoadedModel m = load_model(args);
-  const llm::Qwen3SessionOptions session_opts = session_options(args, m.model.config());
+  const llm::SessionOptions session_opts = session_options(args, m.model->info());
   const llm::GenerateOptions base_options = generate_options(args);
   const bool no_think = args.flag("--no-think");
 
   ExecContext ctx(exec);
-  llm::Qwen3Session session(ctx, m.model, session_opts);
-  llm::Generator generator(ctx, m.model, m.tokenizer, session);
+  llm::Session session(ctx, *m.model, session_opts);
+  llm::Generator generator(ctx, *m.model, m.tokenizer, session);
   std::vector<llm::ChatMessage> messages;
   if (!system.empty()) messages.push_back({.role = "system", .content = system});
   const size_t n_fixed = messages.size();

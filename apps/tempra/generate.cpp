@@ -121,7 +121,7 @@ int run_generate(const cli::Args& args) {
          int(static_cast<unsigned char>(text[*bad])), ")");
 
   const LoadedModel m = load_model(args);
-  const llm::Qwen3SessionOptions session_opts = session_options(args, m.model.config());
+  const llm::SessionOptions session_opts = session_options(args, m.model->info());
   llm::GenerateOptions options = generate_options(args);
   if (ids.empty()) {
     if (chat) {
@@ -141,8 +141,8 @@ int run_generate(const cli::Args& args) {
         " tokens but the context holds ", session_opts.context);
 
   ExecContext ctx(exec);
-  llm::Qwen3Session session(ctx, m.model, session_opts);
-  llm::Generator generator(ctx, m.model, m.tokenizer, session);
+  llm::Session session(ctx, *m.model, session_opts);
+  llm::Generator generator(ctx, *m.model, m.tokenizer, session);
   const bool ids_out = args.flag("--ids-out");
   PrefillProgress progress(options.batch);
   llm::GenerateCallbacks callbacks;
@@ -159,7 +159,7 @@ int run_generate(const cli::Args& args) {
   };
   if (args.given("--logits-out")) {
     io::write_atomically(args.string("--logits-out"), "logits-out", [&](std::FILE* f, const std::string& temp) {
-      NpyWriter logits_out(f, temp, int64_t(ids.size()), m.model.config().n_vocab);
+      NpyWriter logits_out(f, temp, int64_t(ids.size()), m.model->info().n_vocab);
       callbacks.on_prompt_logits = [&](int64_t first, const Array& logits) { logits_out.write_rows(first, logits); };
       run();
       logits_out.finish();

@@ -111,18 +111,18 @@ LoadedModel load_model(const cli::Args& args) {
   if (tty) std::cerr << "loading " << path << " ..." << std::flush;
   const auto start = std::chrono::steady_clock::now();
   io::GgufModel gguf = io::GgufModel::open(path);
-  llm::Qwen3Model model = llm::Qwen3Model::load(gguf);
+  std::unique_ptr<llm::Model> model = llm::load_model(gguf);
   llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
-  check(tokenizer.size() <= model.config().n_vocab, "model", path, ": the tokenizer has ", tokenizer.size(),
-        " tokens but the embedding has ", model.config().n_vocab, " rows");
+  const llm::ModelInfo& c = model->info();
+  check(tokenizer.size() <= c.n_vocab, "model", path, ": the tokenizer has ", tokenizer.size(),
+        " tokens but the embedding has ", c.n_vocab, " rows");
   std::string chat_template = nonempty_string(gguf.metadata(), "tokenizer.chat_template");
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  const llm::Qwen3Config& c = model.config();
   if (tty) std::cerr << "\r\033[K";
   std::fprintf(stderr,
-               "loaded %s: qwen3, %d layers, hidden %lld, %lld/%lld heads, vocab %lld, context %lld (%.0f ms)\n",
-               path.c_str(), c.n_layer, static_cast<long long>(c.n_embd), static_cast<long long>(c.n_head),
-               static_cast<long long>(c.n_head_kv), static_cast<long long>(c.n_vocab),
+               "loaded %s: %s, %d layers, hidden %lld, %lld/%lld heads, vocab %lld, context %lld (%.0f ms)\n",
+               path.c_str(), c.architecture.c_str(), c.cache.n_layer, static_cast<long long>(c.n_embd),
+               static_cast<long long>(c.n_head), static_cast<long long>(c.cache.n_head_kv), static_cast<long long>(c.n_vocab),
                static_cast<long long>(c.context_length), ms);
   return LoadedModel{std::move(gguf), std::move(model), std::move(tokenizer), std::move(chat_template)};
 }
@@ -171,8 +171,8 @@ ExecOptions exec_options(const cli::Args& args) {
   return ExecOptions{.threads = static_cast<int>(threads)};
 }
 
-llm::Qwen3SessionOptions session_options(const cli::Args& args, const llm::Qwen3Config& config) {
-  llm::Qwen3SessionOptions o;
+llm::SessionOptions session_options(const cli::Args& args, const llm::ModelInfo& config) {
+  llm::SessionOptions o;
   const int64_t ctx = args.integer("--ctx-size");
   if (ctx < 0) throw cli::UsageError("-c/--ctx-size must be >= 0, got " + std::to_string(ctx));
   o.context = ctx == 0 ? config.context_length : std::min(ctx, config.context_length);

@@ -23,7 +23,7 @@
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/template/chat_template.h"
 #include "tempra/llm/runtime/generator.h"
-#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/model.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::app {
@@ -38,7 +38,7 @@ std::vector<cli::Option> sampling_option_rows();
 
 struct LoadedModel {
   io::GgufModel gguf;
-  llm::Qwen3Model model;
+  std::unique_ptr<llm::Model> model;
   llm::Tokenizer tokenizer;
   std::string chat_template;  // tokenizer.chat_template; "" when the file has none
 };
@@ -62,7 +62,7 @@ void note_ignored_gpu_options(const cli::Args& args);
 
 ExecOptions exec_options(const cli::Args& args);
 // Context (-c, 0: the model's; capped at the model's context length), cache type, batch.
-llm::Qwen3SessionOptions session_options(const cli::Args& args, const llm::Qwen3Config& config);
+llm::SessionOptions session_options(const cli::Args& args, const llm::ModelInfo& model);
 // Sampling, stop strings and -n. A seed of -1 (the default) draws one; it is printed to stderr.
 llm::GenerateOptions generate_options(const cli::Args& args);
 

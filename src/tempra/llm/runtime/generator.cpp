@@ -104,6 +104,52 @@ void ThinkSplitter::finish(const TextSink& sink) {
   held_.clear();
 }
 
+TokenOutput::TokenOutput(const Tokenizer& tokenizer, std::span<const int32_t> eog_sorted,
+                         const GenerateOptions& options, TextSink on_text)
+    : eog_(eog_sorted),
+      decoder_(tokenizer, /*render_special=*/false),
+      stops_(options.stop),
+      think_(options.start_in_thinking),
+      sink_([this, on_text = std::move(on_text)](std::string_view text, TextKind kind) {
+        result_.text.append(text);
+        if (on_text) on_text(text, kind);
+      }) {}
+
+void TokenOutput::emit(const std::string& decoded) {
+  const std::string out = stops_.push(decoded);
+  if (!out.empty()) think_.push(out, sink_);
+}
+
+bool TokenOutput::push(int32_t id) {
+  check(!ended_, kOp, "a token after the end of generation");
+  result_.ids.push_back(id);
+  if (std::binary_search(eog_.begin(), eog_.end(), id)) {
+    result_.reason = StopReason::end_of_generation;
+    ended_ = true;
+    return true;
+  }
+  emit(decoder_.push(id));
+  if (stops_.stopped()) {
+    result_.reason = StopReason::stop_string;
+    ended_ = true;
+  }
+  return ended_;
+}
+
+void TokenOutput::finish(StopReason reason) {
+  if (!ended_) result_.reason = reason;
+  ended_ = true;
+  if (!stops_.stopped()) {
+    emit(decoder_.finish());
+    if (stops_.stopped()) {
+      result_.reason = StopReason::stop_string;
+    } else if (const std::string rest = stops_.finish(); !rest.empty()) {
+      think_.push(rest, sink_);
+    }
+  }
+  think_.finish(sink_);
+}
+
 std::string_view to_string(StopReason reason) {
   switch (reason) {
     case StopReason::end_of_generation:
@@ -114,15 +160,17 @@ std::string_view to_string(StopReason reason) {
       return "max tokens";
     case StopReason::context_full:
       return "context full";
+    case StopReason::cancelled:
+      return "cancelled";
   }
   return "?";
 }
 
-Generator::Generator(ExecContext& ctx, const Qwen3Model& model, const Tokenizer& tokenizer, Qwen3Session& session)
+Generator::Generator(ExecContext& ctx, const Model& model, const Tokenizer& tokenizer, Session& session)
     : ctx_(&ctx), model_(&model), tokenizer_(&tokenizer), session_(&session), eog_(end_of_generation_ids(tokenizer)) {
   check(session.size() == 0, kOp, "the session must start empty, it holds ", session.size(), " tokens");
-  check(tokenizer.size() <= model.config().n_vocab, kOp, "the tokenizer has ", tokenizer.size(),
-        " tokens but the model's vocab has ", model.config().n_vocab);
+  check(tokenizer.size() <= model.info().n_vocab, kOp, "the tokenizer has ", tokenizer.size(),
+        " tokens but the model's vocab has ", model.info().n_vocab);
 }
 
 bool Generator::is_end_of_generation(int32_t id) const {
@@ -139,7 +187,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   const auto start = std::chrono::steady_clock::now();
   const auto n = static_cast<int64_t>(prompt.size());
   const int64_t capacity = context();
-  const int64_t n_vocab = model_->config().n_vocab;
+  const int64_t n_vocab = model_->info().n_vocab;
   check(n > 0, kOp, "the prompt is empty");
   check(n <= capacity, kOp, "prompt has ", n, " tokens but the context holds ", capacity);
   check(options.batch > 0, kOp, "batch must be positive, got ", options.batch);
@@ -155,7 +203,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   session_->truncate(keep);
   tokens_.resize(size_t(keep));
 
-  GenerationResult result;
+  TokenOutput out(*tokenizer_, eog_, options, callbacks.on_text);
+  GenerationResult& result = out.result();
   result.reused_tokens = keep;
   // The logits the next draw reads: the session's own buffer (prefill/decode, valid until its
   // next call) or, when the caller wants every prompt row, a copy of forward()'s last row.
@@ -187,26 +236,14 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   result.timings.prompt_tokens = n - keep;
   result.timings.prompt_ms = ms_since(prefill_start);
 
-  StreamingDecoder decoder(*tokenizer_, /*render_special=*/false);
-  StopStringFilter stops(options.stop);
-  ThinkSplitter think(options.start_in_thinking);
-  const TextSink sink = [&](std::string_view text, TextKind kind) {
-    result.text.append(text);
-    if (callbacks.on_text) callbacks.on_text(text, kind);
-  };
-  auto emit = [&](const std::string& decoded) {
-    const std::string out = stops.push(decoded);
-    if (!out.empty()) think.push(out, sink);
-  };
-
   for (;;) {
     if (options.max_new_tokens >= 0 && int64_t(result.ids.size()) >= options.max_new_tokens) {
-      result.reason = StopReason::max_tokens;
+      out.finish(StopReason::max_tokens);
       break;
     }
     if (!result.ids.empty()) {  // the previous token goes into the cache for the next logits
       if (int64_t(tokens_.size()) >= capacity) {
-        result.reason = StopReason::context_full;
+        out.finish(StopReason::context_full);
         break;
       }
       const int32_t previous = result.ids.back();
@@ -216,30 +253,14 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
       ++result.timings.eval_tokens;
       tokens_.push_back(previous);
     }
-    const int32_t id = sampler.sample(logits, tokens_);
-    result.ids.push_back(id);
-    if (is_end_of_generation(id)) {
-      result.reason = StopReason::end_of_generation;
-      break;
-    }
-    emit(decoder.push(id));
-    if (stops.stopped()) {
-      result.reason = StopReason::stop_string;
+    if (out.push(sampler.sample(logits, tokens_))) {
+      out.finish(result.reason);
       break;
     }
   }
-  if (!stops.stopped()) {
-    emit(decoder.finish());
-    if (stops.stopped()) {
-      result.reason = StopReason::stop_string;
-    } else if (const std::string rest = stops.finish(); !rest.empty()) {
-      think.push(rest, sink);
-    }
-  }
-  think.finish(sink);
   sampler_step_ = sampler.step();
   result.timings.total_ms = ms_since(start);
-  return result;
+  return std::move(result);
 }
 
 }  // namespace tempra::llm

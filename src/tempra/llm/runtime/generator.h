@@ -1,5 +1,5 @@
 // tempra/llm/runtime/generator.h: the generation loop (prefill, then sample and decode token by token)
-// over a Qwen3Session, streaming text through a callback. No I/O: `tempra generate`, `tempra
+// over a Session, streaming text through a callback. No I/O: `tempra generate`, `tempra
 // chat` and the server all drive it and print what they like.
 //
 // Contract:
@@ -10,8 +10,8 @@
 //   tokens but the context holds M"; nothing is ever truncated silently. Prefill runs in
 //   batches of GenerateOptions::batch tokens, keeping only the last row of logits, so memory
 //   stays O(batch x n_vocab) whatever the prompt length. Each decode step is one
-//   Qwen3Session::decode (no allocation in the model). Logits depend on how the prompt was
-//   split into batches (Qwen3Numerics: batches past 32 tokens multiply quantized weights in
+//   Session::decode (no allocation in the model). Logits depend on how the prompt was
+//   split into batches (Qwen3Numerics in model/qwen3.h: batches past 32 tokens multiply quantized weights in
 //   f32), so "same seed, same output" holds for the same prompt, batch size and cache reuse.
 // - Each new token is drawn by a Sampler (sampler.h: llama.cpp's chain and order) over the
 //   session's tokens as history (prompt included, as llama.cpp's penalties see them).
@@ -41,8 +41,9 @@
 #include <vector>
 
 #include "tempra/core/array.h"
-#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/model.h"
 #include "tempra/llm/decode/sampler.h"
+#include "tempra/llm/runtime/session.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::llm {
@@ -109,7 +110,7 @@ struct GenerateCallbacks {
   std::function<void(int64_t first, const Array& logits)> on_prompt_logits = {};
 };
 
-enum class StopReason : uint8_t { end_of_generation, stop_string, max_tokens, context_full };
+enum class StopReason : uint8_t { end_of_generation, stop_string, max_tokens, context_full, cancelled };
 std::string_view to_string(StopReason reason);
 
 // The figures llama-server reports after a completion.
@@ -129,11 +130,40 @@ struct GenerationResult {
   GenerationTimings timings;
 };
 
+// What happens to each sampled token, whoever sampled it (Generator, Scheduler): the end-of-
+// generation check, text decoding (StreamingDecoder), stop strings (StopStringFilter) and
+// <think> spans (ThinkSplitter), in that order, filling a GenerationResult. The tokenizer and the
+// EOG set must outlive it.
+class TokenOutput {
+ public:
+  TokenOutput(const Tokenizer& tokenizer, std::span<const int32_t> eog_sorted, const GenerateOptions& options,
+              TextSink on_text);
+
+  // Records a sampled token; true when generation ends with it (an EOG token or a stop string,
+  // then result().reason says which). The token is in result().ids either way.
+  bool push(int32_t id);
+  // Ends generation (for `reason` unless push() ended it): emits the text still held back.
+  void finish(StopReason reason);
+  const GenerationResult& result() const { return result_; }
+  GenerationResult& result() { return result_; }
+
+ private:
+  void emit(const std::string& decoded);
+
+  std::span<const int32_t> eog_;
+  StreamingDecoder decoder_;
+  StopStringFilter stops_;
+  ThinkSplitter think_;
+  TextSink sink_;
+  GenerationResult result_;
+  bool ended_ = false;
+};
+
 class Generator {
  public:
   // The model, tokenizer and session must outlive the Generator; the session must be empty or
   // hold exactly what tokens() will report (a fresh one, normally).
-  Generator(ExecContext& ctx, const Qwen3Model& model, const Tokenizer& tokenizer, Qwen3Session& session);
+  Generator(ExecContext& ctx, const Model& model, const Tokenizer& tokenizer, Session& session);
 
   GenerationResult generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                             const GenerateCallbacks& callbacks = {});
@@ -147,9 +177,9 @@ class Generator {
 
  private:
   ExecContext* ctx_;
-  const Qwen3Model* model_;
+  const Model* model_;
   const Tokenizer* tokenizer_;
-  Qwen3Session* session_;
+  Session* session_;
   std::vector<int32_t> tokens_;
   std::vector<int32_t> eog_;  // sorted
   uint64_t sampler_step_ = 0;
