@@ -1,0 +1,279 @@
+// tempra/llm/runtime/scheduler.cpp: see scheduler.h.
+#include "tempra/llm/runtime/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "tempra/core/error.h"
+
+namespace tempra::llm {
+namespace {
+
+constexpr std::string_view kOp = "Scheduler";
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+// A request in a slot: its sampler and its output, from admission to on_done.
+struct Scheduler::Running {
+  Running(RequestId id_in, Request request_in, const Tokenizer& tokenizer, std::span<const int32_t> eog,
+          uint64_t admitted_in)
+      : id(id_in),
+        request(std::move(request_in)),
+        sampler(request.options.sampling),
+        out(tokenizer, eog, request.options, request.on_text),
+        admitted(admitted_in) {}
+
+  RequestId id;
+  Request request;
+  Sampler sampler;
+  TokenOutput out;
+  uint64_t admitted;        // admission order: prefill chunks are served first come first served
+  int64_t prefilled = 0;    // prompt tokens in the cache (the reused prefix included)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  bool generating() const { return prefilled == int64_t(request.prompt.size()); }
+};
+
+struct Scheduler::Slot {
+  explicit Slot(KvCache cache_in) : cache(std::move(cache_in)) {}
+
+  KvCache cache;
+  std::vector<int32_t> tokens;  // what the cache holds, in order
+  uint64_t last_used = 0;
+  std::unique_ptr<Running> running;
+  int32_t pending = -1;  // the last sampled token, fed to the next step's decode row
+};
+
+Scheduler::Scheduler(ExecContext& ctx, const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options)
+    : ctx_(&ctx), model_(&model), tokenizer_(&tokenizer), options_(options), eog_(end_of_generation_ids(tokenizer)) {
+  check(options.slots >= 1, kOp, "slots must be at least 1, got ", options.slots);
+  check(options.max_queue >= 0, kOp, "max_queue must be >= 0, got ", options.max_queue);
+  check(options.chunk >= 1, kOp, "chunk must be at least 1, got ", options.chunk);
+  // A prefilling slot is not decoding, so the other slots add at most slots - 1 decode rows: a
+  // whole chunk must still fit beside them, or a prompt could wait forever.
+  check(options.batch >= options.slots - 1 + options.chunk, kOp, "batch ", options.batch, " cannot hold ",
+        options.slots - 1, " decode rows and a prompt chunk of ", options.chunk);
+  check(tokenizer.size() <= model.info().n_vocab, kOp, "the tokenizer has ", tokenizer.size(),
+        " tokens but the model's vocab has ", model.info().n_vocab);
+  for (int i = 0; i < options.slots; ++i)
+    slots_.push_back(std::make_unique<Slot>(model.make_cache(ctx, options.context, options.cache_type)));
+  options_.context = slots_.front()->cache.capacity();
+  buffers_ = model.make_buffers(ctx, options.batch, options.slots, options_.context);
+}
+
+Scheduler::~Scheduler() = default;
+
+std::optional<RequestId> Scheduler::submit(Request request) {
+  const auto n = static_cast<int64_t>(request.prompt.size());
+  const int64_t n_vocab = model_->info().n_vocab;
+  check(n > 0, kOp, "the prompt is empty");
+  check(n <= options_.context, kOp, "prompt has ", n, " tokens but the context holds ", options_.context);
+  for (int64_t i = 0; i < n; ++i)
+    check(request.prompt[size_t(i)] >= 0 && request.prompt[size_t(i)] < n_vocab, kOp, "prompt token ", i, " is id ",
+          request.prompt[size_t(i)], ", outside the vocab [0, ", n_vocab, ")");
+  Sampler validate(request.options.sampling);  // throws naming a parameter out of range
+  std::lock_guard lock(mutex_);
+  if (int64_t(queue_.size()) >= options_.max_queue) return std::nullopt;
+  const RequestId id = next_id_++;
+  queue_.push_back({id, std::move(request)});
+  stats_.queued = int64_t(queue_.size());
+  return id;
+}
+
+void Scheduler::cancel(RequestId id) {
+  std::lock_guard lock(mutex_);
+  cancelled_.push_back(id);
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+std::vector<int32_t> Scheduler::slot_tokens(int i) const {
+  check(i >= 0 && i < int(slots_.size()), kOp, "slot ", i, " out of range [0, ", slots_.size(), ")");
+  return slots_[size_t(i)]->tokens;
+}
+
+void Scheduler::admit() {
+  for (;;) {
+    std::vector<Slot*> idle;
+    for (auto& s : slots_)
+      if (!s->running) idle.push_back(s.get());
+    if (idle.empty()) return;
+    Queued next;
+    {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) return;
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      stats_.queued = int64_t(queue_.size());
+    }
+    const std::vector<int32_t>& prompt = next.request.prompt;
+    const auto n = static_cast<int64_t>(prompt.size());
+    // The longest cached prefix wins (at most n - 1 tokens: the last is evaluated for its
+    // logits); with none, the least recently used slot.
+    auto common = [&](const Slot& s) {
+      int64_t k = 0;
+      while (k < n - 1 && k < int64_t(s.tokens.size()) && s.tokens[size_t(k)] == prompt[size_t(k)]) ++k;
+      return k;
+    };
+    Slot* best = idle.front();
+    int64_t best_keep = common(*best);
+    for (Slot* s : idle) {
+      const int64_t keep = common(*s);
+      if (keep > best_keep || (keep == best_keep && s->last_used < best->last_used)) {
+        best = s;
+        best_keep = keep;
+      }
+    }
+    best->cache.truncate(best_keep);
+    best->tokens.resize(size_t(best_keep));
+    best->pending = -1;
+    best->last_used = ++clock_;
+    best->running = std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, clock_);
+    best->running->prefilled = best_keep;
+    best->running->out.result().reused_tokens = best_keep;
+    std::lock_guard lock(mutex_);
+    stats_.reused_tokens += best_keep;
+  }
+}
+
+void Scheduler::finish(Slot& slot, StopReason reason) {
+  Running& r = *slot.running;
+  r.out.finish(reason);
+  GenerationResult& result = r.out.result();
+  result.timings.total_ms = ms_since(r.start);
+  {
+    std::lock_guard lock(mutex_);
+    stats_.generated_tokens += int64_t(result.ids.size());
+  }
+  const auto done = std::move(r.request.on_done);
+  const GenerationResult final_result = std::move(result);
+  slot.running.reset();
+  slot.pending = -1;
+  slot.last_used = ++clock_;
+  if (done) done(final_result);
+}
+
+void Scheduler::accept(Slot& slot, std::span<const float> logits) {
+  Running& r = *slot.running;
+  const int32_t id = r.sampler.sample(logits, slot.tokens);
+  if (r.request.on_token) r.request.on_token(id);
+  if (r.out.push(id)) return finish(slot, r.out.result().reason);
+  const GenerateOptions& o = r.request.options;
+  if (o.max_new_tokens >= 0 && int64_t(r.out.result().ids.size()) >= o.max_new_tokens)
+    return finish(slot, StopReason::max_tokens);
+  if (int64_t(slot.tokens.size()) >= options_.context) return finish(slot, StopReason::context_full);
+  slot.pending = id;
+}
+
+bool Scheduler::step() {
+  // Cancellations first: a queued request ends without running, a running one at this step.
+  std::vector<RequestId> cancelled;
+  std::vector<Queued> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    cancelled.swap(cancelled_);
+    for (RequestId id : cancelled) {
+      const auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.id == id; });
+      if (it == queue_.end()) continue;
+      dropped.push_back(std::move(*it));
+      queue_.erase(it);
+    }
+    stats_.queued = int64_t(queue_.size());
+  }
+  for (Queued& q : dropped) {
+    GenerationResult result;
+    result.reason = StopReason::cancelled;
+    if (q.request.on_done) q.request.on_done(result);
+  }
+  for (auto& s : slots_)
+    if (s->running && std::find(cancelled.begin(), cancelled.end(), s->running->id) != cancelled.end())
+      finish(*s, StopReason::cancelled);
+
+  admit();
+
+  // The batch: a decode row per generating slot, then whole prompt chunks first come first served.
+  struct Part {
+    Slot* slot;
+    int64_t count;  // prompt tokens of this step (0: a decode row)
+  };
+  std::vector<SequenceRows> rows;
+  std::vector<Part> parts;
+  int64_t budget = options_.batch;
+  for (auto& s : slots_)
+    if (s->running && s->running->generating() && s->pending >= 0) {
+      rows.push_back({&s->cache, std::span<const int32_t>(&s->pending, 1), 1});
+      parts.push_back({s.get(), 0});
+      --budget;
+    }
+  std::vector<Slot*> prefilling;
+  for (auto& s : slots_)
+    if (s->running && !s->running->generating()) prefilling.push_back(s.get());
+  std::sort(prefilling.begin(), prefilling.end(),
+            [](const Slot* a, const Slot* b) { return a->running->admitted < b->running->admitted; });
+  for (Slot* s : prefilling) {
+    const Running& r = *s->running;
+    const int64_t left = int64_t(r.request.prompt.size()) - r.prefilled;
+    const int64_t count = std::min(options_.chunk, left);
+    if (count > budget) break;
+    rows.push_back({&s->cache, std::span(r.request.prompt).subspan(size_t(r.prefilled), size_t(count)),
+                    count == left ? 1 : 0});
+    parts.push_back({s, count});
+    budget -= count;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.busy_slots = 0;
+    for (auto& s : slots_) stats_.busy_slots += s->running ? 1 : 0;
+  }
+  if (rows.empty()) return false;
+
+  const auto start = std::chrono::steady_clock::now();
+  model_->forward(*ctx_, rows, *buffers_);
+  const double ms = ms_since(start);
+  int64_t prompt_tokens = 0;
+  int64_t logit_row = 0;
+  for (const Part& p : parts) {
+    Slot& s = *p.slot;
+    Running& r = *s.running;
+    GenerationTimings& t = r.out.result().timings;
+    if (p.count == 0) {  // a decode step
+      s.tokens.push_back(s.pending);
+      s.pending = -1;
+      t.eval_ms += ms;
+      ++t.eval_tokens;
+      accept(s, buffers_->logits_row(logit_row++));
+      continue;
+    }
+    const auto chunk = std::span(r.request.prompt).subspan(size_t(r.prefilled), size_t(p.count));
+    s.tokens.insert(s.tokens.end(), chunk.begin(), chunk.end());
+    r.prefilled += p.count;
+    t.prompt_tokens += p.count;
+    t.prompt_ms += ms;
+    prompt_tokens += p.count;
+    if (!r.generating()) continue;
+    const std::span<const float> logits = buffers_->logits_row(logit_row++);
+    if (r.request.options.max_new_tokens == 0) finish(s, StopReason::max_tokens);
+    else accept(s, logits);
+  }
+  std::lock_guard lock(mutex_);
+  stats_.prompt_tokens += prompt_tokens;
+  ++stats_.steps;
+  stats_.busy_slots = 0;  // requests that ended in this step
+  for (auto& s : slots_) stats_.busy_slots += s->running ? 1 : 0;
+  return true;
+}
+
+void Scheduler::run_until_idle() {
+  while (step()) {
+  }
+}
+
+}  // namespace tempra::llm
