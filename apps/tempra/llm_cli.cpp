@@ -139,18 +139,8 @@ ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::C
   const llm::Tokenizer& t = model.tokenizer;
   if (t.bos() >= 0) options.bos_token = t.text(t.bos());
   if (t.eos() >= 0) options.eos_token = t.text(t.eos());
-  ChatPrompt out;
-  if (model.chat_template.empty()) {
-    out.text = llm::render_chatml(messages, true);
-    out.warning = "the model has no chat template; using ChatML";
-  } else {
-    llm::RenderedChat r = llm::render_chat_or_chatml(model.chat_template, messages, options);
-    out.text = std::move(r.prompt);
-    out.warning = std::move(r.warning);
-  }
-  // ChatML (and any template) can leave thinking open or closed; the last tag decides.
-  const size_t open = out.text.rfind("<think>"), close = out.text.rfind("</think>");
-  out.ends_in_thinking = open != std::string::npos && (close == std::string::npos || close < open);
+  llm::RenderedChat r = llm::render_chat_or_chatml(model.chat_template, messages, options);
+  ChatPrompt out{std::move(r.prompt), std::move(r.warning), r.ends_in_thinking};
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "info.h"
 #include "quantize.h"
 #include "tokenize.h"
+#include "serve.h"
 #include "synth.h"
 
 namespace {
@@ -68,6 +69,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::chat_command(), tempra::app::run_chat},
       {tempra::app::tokenize_command(), tempra::app::run_tokenize},
       {tempra::app::synth_command(), tempra::app::run_synth},
+      {tempra::app::serve_command(), tempra::app::run_serve},
   };
   return table;
 }

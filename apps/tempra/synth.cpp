@@ -11,7 +11,9 @@
 
 #include "quantize.h"
 #include "tempra/core/error.h"
+#include "tempra/io/gguf_value.h"
 #include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::app {
 namespace {
@@ -67,7 +69,12 @@ cli::Command synth_command() {
                       shape("--ctx", "override the context length"),
                       {.spellings = {"--untied"},
                        .kind = cli::Kind::Flag,
-                       .help = "write a separate output.weight instead of reusing the token embedding"}},
+                       .help = "write a separate output.weight instead of reusing the token embedding"},
+                      {.spellings = {"--script"},
+                       .kind = cli::Kind::StringList,
+                       .help = "a scripted model for API tests (repeatable): a prompt ending in TEXT's first token "
+                               "continues with the rest of TEXT, then the end-of-turn token (implies --untied)",
+                       .metavar = "TEXT"}},
           .positionals = {{.name = "output", .help = "the .gguf to write (via a temporary file)"}}};
 }
 
@@ -123,6 +130,19 @@ int run_synth(const cli::Args& args) {
     if (spec.n_vocab < size)
       throw cli::UsageError("--vocab " + std::to_string(spec.n_vocab) + " is smaller than the tokenizer's " +
                             std::to_string(size) + " tokens");
+  }
+  if (args.given("--script")) {
+    if (spec.tokenizer_dir.empty()) throw cli::UsageError("--script needs a tokenizer (--tokenizer DIR)");
+    spec.tied_embeddings = false;
+    io::GgufMetadata metadata;
+    llm::add_qwen3_tokenizer_metadata(metadata, spec.tokenizer_dir, spec.n_vocab);
+    const llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(metadata);
+    for (const std::string& text : args.strings("--script")) {
+      std::vector<int32_t> chain = tokenizer.encode(text, {.parse_special = true, .add_special = false});
+      if (chain.size() < 2) throw cli::UsageError("--script '" + text + "' needs at least two tokens");
+      chain.push_back(tokenizer.eos());
+      spec.scripts.push_back(std::move(chain));
+    }
   }
   try {
     llm::validate(spec);

@@ -32,6 +32,8 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
       {"llm/decode", {"core", "llm/tokenizer", "llm/decode"}},
       {"llm/runtime", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template",
                        "llm/tokenizer", "llm/model", "llm/decode", "llm/runtime"}},
+      {"serve", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template", "llm/tokenizer",
+                 "llm/model", "llm/decode", "llm/runtime", "serve"}},
   };
   return table;
 }

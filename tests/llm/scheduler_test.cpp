@@ -173,12 +173,12 @@ TEST(Scheduler, a_long_prompt_is_prefilled_in_chunks_between_the_decode_steps_of
   int64_t step = 0;
   std::map<int64_t, int> tokens_at_step;
   Request r = request(prompt(3, 8), many, decoding);
-  r.on_token = [&](int32_t) { ++tokens_at_step[step]; };
+  r.on_token = [&](int32_t, std::span<const float>) { ++tokens_at_step[step]; };
   ASSERT_TRUE(scheduler.submit(std::move(r)));
   for (; step < 3; ++step) scheduler.step();  // prefill, then two decode steps
   int64_t first_token_step = -1;
   Request l = request(prompt(4, 200), options_for(0), longer);
-  l.on_token = [&](int32_t) {
+  l.on_token = [&](int32_t, std::span<const float>) {
     if (first_token_step < 0) first_token_step = step;
   };
   ASSERT_TRUE(scheduler.submit(std::move(l)));

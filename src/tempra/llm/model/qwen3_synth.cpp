@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -174,6 +175,41 @@ void fill_tensor(ThreadPool& pool, const TensorPlan& t, uint64_t seed, uint64_t 
   });
 }
 
+void store(const TensorPlan& t, std::byte* out, uint64_t i, float v) {
+  if (t.ggml_type == 0) {
+    std::memcpy(out + i * 4, &v, 4);
+  } else {
+    const uint16_t h = t.ggml_type == 1 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
+    std::memcpy(out + i * 2, &h, 2);
+  }
+}
+
+// A scripted model's tensors (SynthQwen3Spec::scripts): the layers' outputs zero, one-hot
+// embeddings for the script's tokens, an output matrix from each to its successor.
+void script_tensor(const SynthQwen3Spec& s, const TensorPlan& t, std::byte* out) {
+  const bool layer_output = t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
+  const bool embedding = t.name == "token_embd.weight", head = t.name == "output.weight";
+  if (t.name == "output_norm.weight") {
+    for (uint64_t i = 0; i < t.numel(); ++i) store(t, out, i, 1.0f);
+    return;
+  }
+  if (!layer_output && !embedding && !head) return;
+  std::memset(out, 0, t.nbytes());
+  if (layer_output) return;
+  std::map<int32_t, int64_t> slot;  // a distinct script token -> its embedding dimension
+  for (const auto& chain : s.scripts)
+    for (int32_t id : chain) slot.emplace(id, int64_t(slot.size()));
+  // token_embd [n_vocab, n_embd] and output [n_vocab, n_embd], row-major (ggml ne = {n_embd, n_vocab}).
+  if (embedding)
+    for (const auto& [id, dim] : slot) store(t, out, uint64_t(id) * uint64_t(s.n_embd) + uint64_t(dim), 1.0f);
+  if (head)
+    for (const auto& chain : s.scripts)
+      for (size_t i = 0; i < chain.size(); ++i) {
+        const int32_t next = i + 1 < chain.size() ? chain[i + 1] : chain[i];
+        store(t, out, uint64_t(next) * uint64_t(s.n_embd) + uint64_t(slot.at(chain[i])), 4.0f);
+      }
+}
+
 }  // namespace
 
 SynthQwen3Spec SynthQwen3Spec::tiny() {
@@ -335,6 +371,23 @@ void validate(const SynthQwen3Spec& s) {
   check(s.weight_type == DType::f32 || s.weight_type == DType::f16 || s.weight_type == DType::bf16, "qwen3_synth",
         "weight type must be f32, f16 or bf16, got ", s.weight_type);
   check(s.rope_freq_base > 0 && s.rms_norm_eps > 0, "qwen3_synth", "rope_freq_base and rms_norm_eps must be positive");
+  if (!s.scripts.empty()) {
+    check(!s.tied_embeddings, "qwen3_synth", "a scripted model needs untied embeddings (its output is not its input)");
+    std::map<int32_t, int32_t> successor;
+    for (const std::vector<int32_t>& chain : s.scripts) {
+      check(!chain.empty(), "qwen3_synth", "a script chain is empty");
+      for (size_t i = 0; i < chain.size(); ++i) {
+        const int32_t t = chain[i];
+        check(t >= 0 && t < s.n_vocab, "qwen3_synth", "script token ", t, " is outside the vocab [0, ", s.n_vocab, ")");
+        const int32_t next = i + 1 < chain.size() ? chain[i + 1] : t;
+        const auto [it, inserted] = successor.emplace(t, next);
+        check(inserted || it->second == next, "qwen3_synth", "script token ", t, " is followed by ", it->second,
+              " and by ", next, ": a scripted model's next token depends on the current one only");
+      }
+    }
+    check(int64_t(successor.size()) <= s.n_embd, "qwen3_synth", "the scripts have ", successor.size(),
+          " distinct tokens, more than n_embd ", s.n_embd);
+  }
   if (s.tokenizer_dir.empty()) {
     check(s.n_vocab >= 259, "qwen3_synth", "n_vocab ", s.n_vocab,
           " is too small for the synthetic vocab (256 bytes + 3 special tokens)");
@@ -389,6 +442,7 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
     for (size_t k = 0; k < plans.size(); ++k) {
       buffer.resize(plans[k].nbytes());
       fill_tensor(pool, plans[k], s.seed, k, buffer.data());
+      if (!s.scripts.empty()) script_tensor(s, plans[k], buffer.data());
       if (::fseeko(f, static_cast<off_t>(data_offset + offsets[k]), SEEK_SET) != 0 ||
           std::fwrite(buffer.data(), 1, buffer.size(), f) != buffer.size())
         fail("qwen3_synth", "writing ", plans[k].name, " to ", temp, " failed: ", std::strerror(errno));

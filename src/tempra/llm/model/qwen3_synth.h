@@ -41,6 +41,15 @@ struct SynthQwen3Spec {
   DType weight_type = DType::f16;  // of the 2-D weights: f32, f16 or bf16
   uint64_t seed = 0;
   std::filesystem::path tokenizer_dir = {};  // tokenizer.json + tokenizer_config.json; empty: synthetic vocab
+  // A scripted model (for API tests, whose clients need a model that answers something known):
+  // in each chain, the model's most likely next token after chain[i] is chain[i + 1] (and after
+  // the last token, itself), by a margin no sampler setting undoes (logit 4 sqrt(n_embd)
+  // against 0), so a prompt ending in a chain's token continues that chain. Every layer's
+  // attn_output and ffn_down are zero, so the residual stream is the current token's embedding:
+  // a one-hot row per distinct chain token, which the untied output matrix maps to its
+  // successor. Needs untied embeddings, at most n_embd distinct tokens, and one successor per
+  // token across all chains (validate() names a token followed by two different ones).
+  std::vector<std::vector<int32_t>> scripts = {};
 
   // A small body on Qwen3's real vocab size: 2 layers, hidden 256, FFN 768, 2 query heads per
   // KV head (4:2) of head dim 128 (Qwen3's), 151936 rows, tied, context 4096.
@@ -70,7 +79,8 @@ std::vector<Qwen3Tensor> qwen3_tensors(const SynthQwen3Spec& spec);
 void add_qwen3_hparams(io::GgufMetadata& metadata, const SynthQwen3Spec& spec);
 
 // Throws tempra::Error naming the first invalid field (positive sizes, n_head a multiple of
-// n_head_kv, even head_dim, weight type, vocab large enough for the tokenizer).
+// n_head_kv, even head_dim, weight type, vocab large enough for the tokenizer, a script that is
+// a function of its previous token).
 void validate(const SynthQwen3Spec& spec);
 
 void write_synthetic_qwen3(const std::filesystem::path& out, const SynthQwen3Spec& spec);

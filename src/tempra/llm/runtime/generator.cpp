@@ -62,7 +62,11 @@ std::string StopStringFilter::push(std::string_view text) {
   if (stopped_) return {};
   held_.append(text);
   size_t cut = std::string::npos;
-  for (const auto& s : stops_) cut = std::min(cut, held_.find(s));
+  for (const auto& s : stops_)
+    if (const size_t at = held_.find(s); at < cut) {
+      cut = at;
+      matched_ = s;
+    }
   if (cut != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, cut);
@@ -131,6 +135,7 @@ bool TokenOutput::push(int32_t id) {
   emit(decoder_.push(id));
   if (stops_.stopped()) {
     result_.reason = StopReason::stop_string;
+    result_.stop_string = stops_.matched();
     ended_ = true;
   }
   return ended_;
@@ -143,6 +148,7 @@ void TokenOutput::finish(StopReason reason) {
     emit(decoder_.finish());
     if (stops_.stopped()) {
       result_.reason = StopReason::stop_string;
+      result_.stop_string = stops_.matched();
     } else if (const std::string rest = stops_.finish(); !rest.empty()) {
       think_.push(rest, sink_);
     }

@@ -63,10 +63,12 @@ class StopStringFilter {
   // The held-back text, when generation ends for another reason.
   std::string finish();
   bool stopped() const { return stopped_; }
+  // The stop string that cut the text ("" until one did).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
-  std::string held_;
+  std::string held_, matched_;
   bool stopped_ = false;
 };
 
@@ -126,6 +128,7 @@ struct GenerationResult {
   std::vector<int32_t> ids;  // every sampled token, in order (a final EOG token included)
   std::string text;          // every emitted piece, concatenated
   StopReason reason = StopReason::max_tokens;
+  std::string stop_string;    // the stop string that ended it (reason stop_string)
   int64_t reused_tokens = 0;  // prompt tokens the session already held
   GenerationTimings timings;
 };

@@ -90,6 +90,13 @@ void Scheduler::cancel(RequestId id) {
   cancelled_.push_back(id);
 }
 
+void Scheduler::cancel_all() {
+  std::lock_guard lock(mutex_);
+  for (const Queued& q : queue_) cancelled_.push_back(q.id);
+  for (const auto& s : slots_)
+    if (s->running) cancelled_.push_back(s->running->id);
+}
+
 SchedulerStats Scheduler::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
@@ -164,7 +171,7 @@ void Scheduler::finish(Slot& slot, StopReason reason) {
 void Scheduler::accept(Slot& slot, std::span<const float> logits) {
   Running& r = *slot.running;
   const int32_t id = r.sampler.sample(logits, slot.tokens);
-  if (r.request.on_token) r.request.on_token(id);
+  if (r.request.on_token) r.request.on_token(id, logits);
   if (r.out.push(id)) return finish(slot, r.out.result().reason);
   const GenerateOptions& o = r.request.options;
   if (o.max_new_tokens >= 0 && int64_t(r.out.result().ids.size()) >= o.max_new_tokens)
@@ -264,6 +271,12 @@ bool Scheduler::step() {
     else accept(s, logits);
   }
   std::lock_guard lock(mutex_);
+  if (prompt_tokens > 0) {
+    stats_.prompt_ms += ms;
+  } else {
+    stats_.decode_ms += ms;
+    stats_.decode_only_tokens += int64_t(parts.size());
+  }
   stats_.prompt_tokens += prompt_tokens;
   ++stats_.steps;
   stats_.busy_slots = 0;  // requests that ended in this step

@@ -65,7 +65,8 @@ struct Request {
   std::vector<int32_t> prompt;
   GenerateOptions options = {};  // sampling, max_new_tokens, stop strings, start_in_thinking
   TextSink on_text = {};         // each emitted piece, in order
-  std::function<void(int32_t token)> on_token = {};  // each sampled token (before its text)
+  // Each sampled token (before its text) with the logits it was drawn from (valid during the call).
+  std::function<void(int32_t token, std::span<const float> logits)> on_token = {};
   std::function<void(const GenerationResult&)> on_done = {};  // exactly once
 };
 
@@ -73,6 +74,10 @@ struct SchedulerStats {
   int64_t queued = 0, busy_slots = 0;
   int64_t prompt_tokens = 0, reused_tokens = 0, generated_tokens = 0;  // totals since start
   int64_t steps = 0;
+  // Wall time of the steps that had prompt rows, and of those with decode rows only: what the
+  // prompt and decode rates of /metrics divide by.
+  double prompt_ms = 0, decode_ms = 0;
+  int64_t decode_only_tokens = 0;  // tokens sampled in decode-only steps
 };
 
 class Scheduler {
@@ -83,6 +88,8 @@ class Scheduler {
 
   std::optional<RequestId> submit(Request request);
   void cancel(RequestId id);
+  // Cancels every queued and running request (at the next step).
+  void cancel_all();
   // Runs one batch; false when there was nothing to do.
   bool step();
   void run_until_idle();

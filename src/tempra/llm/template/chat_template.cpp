@@ -62,12 +62,23 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
 
 RenderedChat render_chat_or_chatml(const std::string& template_source, const std::vector<ChatMessage>& messages,
                                    const ChatTemplateOptions& options) {
-  try {
-    return {render_chat(template_source, messages, options), ""};
-  } catch (const Error& e) {
-    return {render_chatml(messages, options.add_generation_prompt),
-            std::string("chat template not usable, falling back to ChatML: ") + e.what()};
+  RenderedChat out;
+  if (template_source.empty()) {
+    out.prompt = render_chatml(messages, options.add_generation_prompt);
+    out.warning = "the model has no chat template; using ChatML";
+  } else {
+    try {
+      out.prompt = render_chat(template_source, messages, options);
+    } catch (const Error& e) {
+      out.prompt = render_chatml(messages, options.add_generation_prompt);
+      out.warning = std::string("chat template not usable, falling back to ChatML: ") + e.what();
+    }
   }
+  // A template can leave thinking open or closed (Qwen3's closes it when enable_thinking is
+  // false); the last tag decides.
+  const size_t open = out.prompt.rfind("<think>"), close = out.prompt.rfind("</think>");
+  out.ends_in_thinking = open != std::string::npos && (close == std::string::npos || close < open);
+  return out;
 }
 
 }  // namespace tempra::llm

@@ -8,7 +8,8 @@
 //   the template cannot be parsed or fails while rendering, never crashes, whatever the input
 //   (invalid UTF-8 in messages included: it passes through byte for byte).
 // - render_chat_or_chatml() never throws for a template problem: it falls back to built-in
-//   ChatML and says why in `warning` (the library prints nothing).
+//   ChatML (also for an empty template: a file without one) and says why in `warning` (the
+//   library prints nothing).
 // - The template sees what transformers' apply_chat_template passes: `messages` (each a dict of
 //   role, content, and reasoning_content / tool_calls / name / tool_call_id when present),
 //   `tools` (none when empty), `add_generation_prompt`, `enable_thinking` (only when set),
@@ -74,7 +75,8 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
 
 struct RenderedChat {
   std::string prompt;
-  std::string warning;  // empty when the template rendered; else why ChatML was used instead
+  std::string warning;            // empty when the template rendered; else why ChatML was used instead
+  bool ends_in_thinking = false;  // the prompt leaves a <think> open (GenerateOptions::start_in_thinking)
 };
 
 RenderedChat render_chat_or_chatml(const std::string& template_source, const std::vector<ChatMessage>& messages,
