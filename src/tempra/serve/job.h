@@ -14,8 +14,9 @@
 // - OutputSplitter is the splitting, exposed for tests: <think>...</think> spans become
 //   reasoning (unless split_reasoning is false: then everything is content, tags included),
 //   Qwen3's <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks become tool calls
-//   when parse_tools is set (a block whose JSON does not parse stays content, verbatim), and
-//   the whitespace a template puts after </think> or at the start is not content.
+//   when parse_tools is set (a block whose JSON does not parse stays content, verbatim), and,
+//   when reasoning is split (a chat answer), the whitespace a template puts after </think> or
+//   at the start is not content. Raw text (split_reasoning false) passes untouched.
 #pragma once
 
 #include <chrono>
@@ -46,7 +47,8 @@ struct JobEvent {
 
 class OutputSplitter {
  public:
-  OutputSplitter(bool split_reasoning, bool parse_tools) : split_reasoning_(split_reasoning), parse_tools_(parse_tools) {}
+  OutputSplitter(bool split_reasoning, bool parse_tools)
+      : split_reasoning_(split_reasoning), parse_tools_(parse_tools), trim_content_(split_reasoning) {}
   void push(std::string_view text, llm::TextKind kind, const std::function<void(JobEvent)>& out);
   void finish(const std::function<void(JobEvent)>& out);  // emits a held partial tag or an unclosed block
 
@@ -55,7 +57,7 @@ class OutputSplitter {
   void emit_content(std::string_view text, const std::function<void(JobEvent)>& out);
 
   bool split_reasoning_, parse_tools_;
-  bool trim_content_ = true;    // at the start and after </think>: drop leading whitespace
+  bool trim_content_;           // at the start and after </think> (split_reasoning): drop leading whitespace
   bool trim_reasoning_ = true;  // right after <think>
   bool in_call_ = false;
   std::string held_;  // a possible tag start, or the body of an open <tool_call>

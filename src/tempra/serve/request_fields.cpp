@@ -2,6 +2,7 @@
 #include "tempra/serve/request_fields.h"
 
 #include <cmath>
+#include <sstream>
 
 namespace tempra::serve {
 
@@ -70,10 +71,11 @@ std::optional<double> number_field(const json& object, const std::string& name, 
   if (v == nullptr) return std::nullopt;
   if (!v->is_number()) throw ApiError(400, "'" + name + "' must be a number, got " + type_name(*v), name);
   const double x = v->get<double>();
-  if (!std::isfinite(x) || x < min || x > max)
-    throw ApiError(400, "'" + name + "' must be in [" + json(min).dump() + ", " + json(max).dump() + "], got " +
-                            v->dump(),
-                   name);
+  if (!std::isfinite(x) || x < min || x > max) {
+    std::ostringstream range;
+    range << "'" << name << "' must be in [" << min << ", " << max << "], got " << v->dump();
+    throw ApiError(400, range.str(), name);
+  }
   return x;
 }
 

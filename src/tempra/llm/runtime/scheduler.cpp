@@ -78,7 +78,8 @@ std::optional<RequestId> Scheduler::submit(Request request) {
           request.prompt[size_t(i)], ", outside the vocab [0, ", n_vocab, ")");
   Sampler validate(request.options.sampling);  // throws naming a parameter out of range
   std::lock_guard lock(mutex_);
-  if (int64_t(queue_.size()) >= options_.max_queue) return std::nullopt;
+  // Waiting requests beyond the free slots (as of the last step) are the queue.
+  if (int64_t(queue_.size()) + stats_.busy_slots >= options_.slots + options_.max_queue) return std::nullopt;
   const RequestId id = next_id_++;
   queue_.push_back({id, std::move(request)});
   stats_.queued = int64_t(queue_.size());

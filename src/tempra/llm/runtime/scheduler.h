@@ -23,7 +23,8 @@
 //   once and the slot becomes idle, its cache still holding the prompt and what was generated.
 //   A prompt longer than the slot context, an empty prompt, a token outside the vocab or bad
 //   sampling parameters are refused by submit() (tempra::Error naming them, nothing queued);
-//   with max_queue requests already waiting it returns no id (the server answers 429).
+//   with max_queue requests already waiting beyond the free slots it returns no id (the server
+//   answers 429).
 // - cancel(id) (any thread) stops a queued or running request at the next step: on_done gets
 //   StopReason::cancelled. Unknown or finished ids are ignored.
 //
@@ -56,7 +57,7 @@ struct SchedulerOptions {
   KvCacheType cache_type = KvCacheType::f16;
   int64_t batch = 512;    // the most rows of one forward pass
   int64_t chunk = 256;    // the most prompt tokens of one request in one step
-  int64_t max_queue = 64; // queued requests beyond the busy slots; submit() refuses past it
+  int64_t max_queue = 64; // requests that may wait beyond the free slots; submit() refuses past it
 };
 
 using RequestId = uint64_t;
