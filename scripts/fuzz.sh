@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh [seconds]: fuzzes the file readers with libFuzzer, N seconds in all (default
-# 60): two thirds on the GGUF reader, one third on the safetensors reader.
+# scripts/fuzz.sh [seconds]: fuzzes the file readers and the server's request handling with
+# libFuzzer, N seconds in all (default 60): half on the GGUF reader, a quarter each on the
+# safetensors reader and the server's routes (tests/serve/serve_fuzz.cpp).
 #
 # Builds build/fuzz with clang, AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer
 # (needs the Debian packages clang and libclang-rt-14-dev; scripts/install-deps.sh installs
 # them), seeds each run with committed files (tests/io/corpus for GGUF, tests/goldens for
-# safetensors), and fails on any crash, sanitizer report, leak or timeout. New inputs go to
+# safetensors, tests/serve/fuzz_corpus for the server), and fails on any crash, sanitizer report, leak or timeout. New inputs go to
 # build/fuzz/corpus-*, never to the committed files; a crashing input is saved as
 # build/fuzz/crash-*.
 set -euo pipefail
@@ -17,17 +18,18 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTEMPRA_FUZZ=ON -DTEMPRA_SANITIZE=ON -DTEMPRA_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target gguf_fuzz safetensors_fuzz -j "$jobs"
+cmake --build "$build" --target gguf_fuzz safetensors_fuzz serve_fuzz -j "$jobs"
 
 # fuzz NAME SECONDS SEED_DIR
 fuzz() {
   mkdir -p "$build/corpus-$1"
-  echo "== fuzzing the $1 reader for ${2}s =="
+  echo "== fuzzing $1 for ${2}s =="
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/bin/$1_fuzz" "$build/corpus-$1" "$3" \
     -max_total_time="$2" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$build/" -print_final_stats=1
 }
 
-fuzz gguf $((seconds * 2 / 3)) tests/io/corpus
-fuzz safetensors $((seconds - seconds * 2 / 3)) tests/goldens
+fuzz gguf $((seconds / 2)) tests/io/corpus
+fuzz safetensors $((seconds / 4)) tests/goldens
+fuzz serve $((seconds - seconds / 2 - seconds / 4)) tests/serve/fuzz_corpus

@@ -10,3 +10,9 @@ add_executable(safetensors_fuzz ${PROJECT_SOURCE_DIR}/tests/io/safetensors_fuzz.
 target_link_libraries(safetensors_fuzz PRIVATE tempra_io)
 target_link_options(safetensors_fuzz PRIVATE -fsanitize=fuzzer)
 set_target_properties(safetensors_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+# The server's request parsing and dispatch: build/fuzz/bin/serve_fuzz <corpus dir> tests/serve/fuzz_corpus
+add_executable(serve_fuzz ${PROJECT_SOURCE_DIR}/tests/serve/serve_fuzz.cpp)
+target_link_libraries(serve_fuzz PRIVATE tempra_serve)
+target_link_options(serve_fuzz PRIVATE -fsanitize=fuzzer)
+set_target_properties(serve_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

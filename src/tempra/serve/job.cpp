@@ -12,13 +12,6 @@ namespace {
 
 constexpr std::string_view kCallOpen = "<tool_call>", kCallClose = "</tool_call>";
 
-// The length of the longest proper prefix of `word` that `text` ends with.
-size_t partial_suffix(std::string_view text, std::string_view word) {
-  for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
-    if (text.ends_with(word.substr(0, k))) return k;
-  return 0;
-}
-
 std::string_view trim_left(std::string_view s) {
   const size_t at = s.find_first_not_of(" \t\r\n");
   return at == std::string_view::npos ? std::string_view() : s.substr(at);
@@ -51,7 +44,7 @@ void OutputSplitter::content(std::string_view text, const std::function<void(Job
     if (!in_call_) {
       const size_t open = held_.find(kCallOpen);
       if (open == std::string::npos) {
-        const size_t keep = partial_suffix(held_, kCallOpen);
+        const size_t keep = llm::partial_suffix(held_, kCallOpen);
         if (held_.size() > keep) emit_content(std::string_view(held_).substr(0, held_.size() - keep), out);
         held_.erase(0, held_.size() - keep);
         return;

@@ -6,6 +6,7 @@
 // With TEMPRA_PID, the server's resident memory is sampled after a warm-up and at the end.
 //   node load.mjs [--clients 64] [--seconds 20] [--warmup 5] [--max-rss-growth 0.05]
 import fs from "node:fs";
+import { sseData } from "./sse.mjs";
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith("--") ? [a.slice(2), all[i + 1]] : []).filter((x) => x.length));
 const clients = Number(args.clients ?? 64), seconds = Number(args.seconds ?? 20);
@@ -26,24 +27,10 @@ async function post(path, body, signal) {
                               body: JSON.stringify(body), signal });
 }
 
-// Reads an SSE body; returns the data payloads (stops early after `limit` events).
+// Every `data:` payload of an SSE body (the first `limit` only: then the client leaves).
 async function events(response, limit = Infinity) {
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = "", out = [];
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let cut;
-    while ((cut = buffer.indexOf("\n\n")) >= 0) {
-      const event = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const data = event.split("\n").find((l) => l.startsWith("data: "));
-      if (data) out.push(data.slice(6));
-      if (out.length >= limit) { await reader.cancel(); return out; }
-    }
-  }
+  const out = [];
+  for await (const data of sseData(response, limit)) out.push(data);
   return out;
 }
 

@@ -160,3 +160,11 @@ test("bad requests are errors naming the field", async () => {
     client.chat.completions.create({ model, messages: [{ role: "user", content: "x".repeat(200000) }] }),
     (e) => e.status === 400 && e.code === "context_length_exceeded" && /tokens but the context holds/.test(e.message));
 });
+
+test("a body over the limit is 413 in OpenAI's error shape, before the handler runs", async () => {
+  const r = await fetch(process.env.TEMPRA_BASE + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: "x".repeat(9 << 20),
+  });
+  assert.equal(r.status, 413);
+  assert.match((await r.json()).error.message, /too large/);
+});

@@ -41,9 +41,12 @@ inline void scale_row(const float* x, float inv, float shift, const float* w, co
     if (b) r = add(r, count == kLanes ? load(bj) : load_partial(bj, count));
     return r;
   };
+  // w and b may be null (rms_norm has no bias): no offset is applied to a null pointer.
+  auto at = [](const float* p, int64_t j) { return p != nullptr ? p + j : nullptr; };
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) store(y + j, one(load(x + j), w + j, b + j, kLanes));
-  if (j < n) store_partial(y + j, one(load_partial(x + j, int(n - j)), w + j, b + j, int(n - j)), int(n - j));
+  for (; j + kLanes <= n; j += kLanes) store(y + j, one(load(x + j), at(w, j), at(b, j), kLanes));
+  if (j < n)
+    store_partial(y + j, one(load_partial(x + j, int(n - j)), at(w, j), at(b, j), int(n - j)), int(n - j));
 }
 
 constexpr int kQueryTile = 8;    // query positions per attention task

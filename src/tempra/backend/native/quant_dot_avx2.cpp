@@ -241,7 +241,7 @@ TEMPRA_AVX2 float dot_tq2_0(int64_t n, const void* w, const void* a) {
 
 bool cpu_has_avx2() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && x86::cpu_has_f16c();
 }
 
 }  // namespace

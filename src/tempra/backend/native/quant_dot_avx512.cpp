@@ -281,7 +281,7 @@ bool cpu_has_vnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-         __builtin_cpu_supports("f16c");
+         x86::cpu_has_f16c();
 }
 
 }  // namespace

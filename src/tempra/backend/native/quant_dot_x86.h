@@ -7,6 +7,7 @@
 // for different targets. Include only from translation units compiled with -ffp-contract=off.
 #pragma once
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstdint>
@@ -55,6 +56,13 @@ TEMPRA_X86_AVX2_HELPER int mins_dot_bsums(__m128i mins, const int16_t* bsums) {
 }
 
 #undef TEMPRA_X86_AVX2_HELPER
+
+// CPUID leaf 1, ECX bit 29. Asked of the CPU directly: clang 14's __builtin_cpu_supports does not
+// know the "f16c" feature name (it refuses to compile it), g++ 12's does.
+inline bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
 
 }  // namespace
 }  // namespace tempra::native::x86

@@ -28,18 +28,17 @@ constexpr std::array<std::string_view, 32> kEndOfGenerationTexts = {
     "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
     "<|file_sep|>"};
 
-// The length of the longest proper prefix of `word` that `text` ends with.
-size_t partial_suffix(std::string_view text, std::string_view word) {
-  for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
-    if (text.ends_with(word.substr(0, k))) return k;
-  return 0;
-}
-
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
+
+size_t partial_suffix(std::string_view text, std::string_view word) {
+  for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
+    if (text.ends_with(word.substr(0, k))) return k;
+  return 0;
+}
 
 std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer) {
   std::vector<int32_t> ids;

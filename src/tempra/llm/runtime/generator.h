@@ -53,6 +53,10 @@ namespace tempra::llm {
 // and Qwen's FIM pad/repo/file-separator tokens). Sorted, unique.
 std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer);
 
+// The length of the longest proper prefix of `word` that `text` ends with: how much of a
+// streamed text to hold back because it may be the start of `word` (a stop string, a tag).
+size_t partial_suffix(std::string_view text, std::string_view word);
+
 // Holds back emitted text that could still turn into a stop string; cuts at the first one.
 class StopStringFilter {
  public:
