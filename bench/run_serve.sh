@@ -37,9 +37,11 @@ run() {
     sleep 0.2
   done
   echo "# $name: $(uptime)" >&2
-  node bench/serve_bench.mjs --base "http://127.0.0.1:$port" --label "$name" --tokens "$TOKENS" --reps "$REPS"
+  local status=0
+  node bench/serve_bench.mjs --base "http://127.0.0.1:$port" --label "$name" --tokens "$TOKENS" --reps "$REPS" || status=$?
   kill -TERM $pid
   wait $pid || true
+  return $status
 }
 
 echo "# $(date -u +%FT%TZ) $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $SLOTS slots, engine $(git rev-parse --short HEAD)" >&2

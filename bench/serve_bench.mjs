@@ -73,7 +73,7 @@ for (const n of streamsList) {
 // Prompt reuse: the same long prefix twice, the second time with a new turn after it.
 const reuse = [];
 for (let i = 0; i < reps; i++) {
-  const system = text(Math.round(prefixTokens * 0.75), 900000 + salt++);
+  const system = text(Math.round(prefixTokens * 0.55), 900000 + salt++);
   const turn1 = [{ role: "system", content: system }, { role: "user", content: "Summarize." }];
   const cold = await stream("/v1/chat/completions", { messages: turn1, max_tokens: 4, temperature: 0 });
   const turn2 = [...turn1, { role: "assistant", content: "Sure." }, { role: "user", content: "And shorter?" }];

@@ -79,7 +79,9 @@ int run_serve(const cli::Args& args) {
   // The server answers (503 on /health) while the model loads.
   std::atomic<const serve::Api*> ready{nullptr};
   serve::HttpServer http(
-      {.host = args.string("--host"), .port = port, .threads = std::max(16, 2 * slots + 8),
+      // A connection thread per request in flight (each waits on its own generation), so every
+      // slot and every queued request has one, and a few more answer /health, /metrics and 429s.
+      {.host = args.string("--host"), .port = port, .threads = int(std::min<int64_t>(slots + queue + 8, 4096)),
        .timeout = std::chrono::seconds(timeout)},
       [&ready](const serve::HttpRequest& request) {
         const serve::Api* api = ready.load();

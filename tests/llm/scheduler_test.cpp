@@ -161,6 +161,27 @@ TEST(Scheduler, a_follow_up_turn_reuses_its_slot_and_prefills_only_the_suffix) {
   EXPECT_EQ(second.result.ids, cold.generate(turn2, greedy).ids);
 }
 
+// A new conversation that shares only the template's first tokens with a cached one takes an
+// empty slot, not the cached one: the cached conversation's next turn still finds its prefix.
+TEST(Scheduler, a_new_conversation_takes_an_empty_slot_and_keeps_the_others_cache) {
+  const Loaded m = load();
+  ExecContext ctx({.threads = 2});
+  Scheduler scheduler(ctx, *m.model, m.tokenizer, {.slots = 2, .context = 128, .batch = 64, .chunk = 16});
+  std::vector<int32_t> a = prompt(1, 20), b = prompt(2, 20);
+  b[0] = a[0], b[1] = a[1];  // the same first tokens, as every chat prompt has
+  Outcome first, other, again;
+  ASSERT_TRUE(scheduler.submit(request(a, options_for(0), first)));
+  scheduler.run_until_idle();
+  ASSERT_TRUE(scheduler.submit(request(b, options_for(0), other)));
+  scheduler.run_until_idle();
+  EXPECT_EQ(other.result.reused_tokens, 0);  // 2 of 20 tokens is no reason to evict a conversation
+  std::vector<int32_t> a2 = a;
+  a2.insert(a2.end(), first.result.ids.begin(), first.result.ids.end());
+  ASSERT_TRUE(scheduler.submit(request(a2, options_for(0), again)));
+  scheduler.run_until_idle();
+  EXPECT_EQ(again.result.reused_tokens, int64_t(a.size() + first.result.ids.size()) - 1);
+}
+
 // While a 200-token prompt is prefilled in chunks of 16, a stream already decoding gets a token
 // at every step: the long prompt does not freeze it.
 TEST(Scheduler, a_long_prompt_is_prefilled_in_chunks_between_the_decode_steps_of_others) {

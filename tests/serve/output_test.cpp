@@ -112,6 +112,11 @@ TEST(RequestFields, readers_name_the_field_and_the_problem) {
   EXPECT_EQ(message([&] { strings_field(body, "list", 1); }), "'list' has 2 entries, at most 1 are allowed | list");
   EXPECT_EQ(message([&] { bool_field(body, "flag"); }), "'flag' must be a boolean, got string | flag");
   EXPECT_FALSE(number_field(body, "absent", 0, 1));
+  // Integers are compared as integers: the largest int64 is read exactly, 2^63 and 1e300 refused.
+  const json big = json::parse(R"({"max": 9223372036854775807, "over": 9223372036854775808, "far": 1e300})");
+  EXPECT_EQ(integer_field(big, "max", INT64_MIN, INT64_MAX), INT64_MAX);
+  EXPECT_NE(message([&] { integer_field(big, "over", INT64_MIN, INT64_MAX); }).find("must be in"), std::string::npos);
+  EXPECT_NE(message([&] { integer_field(big, "far", INT64_MIN, INT64_MAX); }).find("must be in"), std::string::npos);
   EXPECT_EQ(dump(json("\xff")), "\"\xef\xbf\xbd\"");  // invalid UTF-8 out: U+FFFD, not an exception
 }
 

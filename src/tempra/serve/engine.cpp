@@ -47,7 +47,8 @@ TokenLogprob token_logprob(std::span<const float> logits, int32_t id, int top) {
   out.logprob = float(double(logits[size_t(id)]) - log_z);
   if (top > 0) {
     const size_t k = std::min(size_t(top), logits.size());
-    std::vector<int32_t> ids(logits.size());
+    thread_local std::vector<int32_t> ids;  // the engine thread's, reused token after token
+    ids.resize(logits.size());
     std::iota(ids.begin(), ids.end(), 0);
     std::partial_sort(ids.begin(), ids.begin() + std::ptrdiff_t(k), ids.end(), [&](int32_t a, int32_t b) {
       return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
@@ -73,10 +74,10 @@ Engine::~Engine() {
 
 std::shared_ptr<Stream> Engine::submit(std::vector<int32_t> prompt, const llm::GenerateOptions& options, bool logprobs,
                                        int top_logprobs) {
-  {
-    std::lock_guard lock(mutex_);
-    check(!draining_, "engine", "shutting down");
-  }
+  // Held through the scheduler's submit, so nothing slips in after drain() (lock order: the
+  // engine's mutex, then the scheduler's, as in stats()).
+  std::unique_lock lock(mutex_);
+  check(!draining_, "engine", "shutting down");
   auto stream = std::make_shared<Stream>();
   llm::Request request;
   request.prompt = std::move(prompt);
@@ -95,17 +96,16 @@ std::shared_ptr<Stream> Engine::submit(std::vector<int32_t> prompt, const llm::G
   const std::optional<llm::RequestId> id = scheduler_.submit(std::move(request));
   if (!id) return nullptr;
   {
-    std::lock_guard lock(stream->mutex_);
+    std::lock_guard stream_lock(stream->mutex_);
     stream->cancel_ = [this, id = *id] {
       scheduler_.cancel(id);
       poke();
     };
   }
-  {
-    std::lock_guard lock(mutex_);
-    ++requests_;
-  }
-  poke();
+  ++requests_;
+  ++signal_;
+  lock.unlock();
+  wake_.notify_all();
   return stream;
 }
 

@@ -11,6 +11,7 @@
 //   log-probabilities when asked for, each piece of text, and last the result. next() blocks
 //   until an event or the timeout; cancel() (any thread, idempotent) stops the request at the
 //   engine's next step, and the stream still ends with its result (StopReason::cancelled).
+// - Streams must not outlive their Engine (a Stream's cancel() calls into it).
 // - drain() stops new submissions (submit throws "[engine] shutting down") and returns once no
 //   request is queued or running; the destructor drains, then joins the thread.
 #pragma once

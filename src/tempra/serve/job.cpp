@@ -121,7 +121,9 @@ RunningJob start_job(Engine& engine, Job job) {
   if (!stream)
     throw ApiError(429, "every slot is busy and the queue is full; retry later", "", "rate_limit_error",
                    "rate_limit_exceeded");
-  return {std::move(job), std::move(stream)};
+  // Cancelling a finished request is a no-op (the scheduler ignores ids it does not hold).
+  std::shared_ptr<void> guard(nullptr, [stream](void*) { stream->cancel(); });
+  return {std::move(job), std::move(stream), std::move(guard)};
 }
 
 JobResult follow(RunningJob& running, const std::function<bool(const JobEvent&)>& on_event,

@@ -81,9 +81,13 @@ struct JobResult {
   bool client_gone = false;
 };
 
+// A submitted job. When the last copy goes without follow() having seen its end (a streamed
+// response whose body never ran, a writer that threw), the request is cancelled: nobody is left
+// to read it, and it must not hold its slot.
 struct RunningJob {
   Job job;
   std::shared_ptr<Stream> stream;
+  std::shared_ptr<void> cancel_if_abandoned;
 };
 
 RunningJob start_job(Engine& engine, Job job);

@@ -324,9 +324,9 @@ void parse_sampling(const json& body, llm::GenerateOptions& options, const char*
   if (const auto v = number_field(body, "frequency_penalty", -2, 2)) p.frequency_penalty = float(*v);
   if (const auto v = number_field(body, "repeat_penalty", 0, 100)) p.repeat_penalty = float(*v);
   if (const auto v = integer_field(body, "repeat_last_n", -1, 1 << 30)) p.repeat_last_n = int32_t(*v);
-  if (const auto v = integer_field(body, "seed", INT64_MIN, INT64_MAX)) {
+  if (const auto v = integer_field(body, "seed", INT64_MIN, INT64_MAX); v && *v != -1) {
     p.seed = uint64_t(*v);
-  } else {
+  } else {  // absent, or llama-server's -1: a random seed
     thread_local std::mt19937_64 rng{std::random_device{}()};
     p.seed = rng();
   }

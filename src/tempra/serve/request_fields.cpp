@@ -82,13 +82,30 @@ std::optional<double> number_field(const json& object, const std::string& name, 
 std::optional<int64_t> integer_field(const json& object, const std::string& name, int64_t min, int64_t max) {
   const json* v = field(object, name);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number_integer() && !(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>()))
+  auto out_of_range = [&] {
+    return ApiError(400,
+                    "'" + name + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
+                        v->dump(),
+                    name);
+  };
+  // Integers are compared as integers (a double cannot hold every int64: 2^63 - 1 rounds up).
+  if (v->is_number_unsigned()) {
+    const uint64_t x = v->get<uint64_t>();
+    if (x > uint64_t(max) || (min > 0 && x < uint64_t(min))) throw out_of_range();
+    return int64_t(x);
+  }
+  if (v->is_number_integer()) {
+    const int64_t x = v->get<int64_t>();
+    if (x < min || x > max) throw out_of_range();
+    return x;
+  }
+  const bool integral = v->is_number_float() && std::isfinite(v->get<double>()) &&
+                        std::floor(v->get<double>()) == v->get<double>();
+  if (!integral)
     throw ApiError(400, "'" + name + "' must be an integer, got " + (v->is_number() ? v->dump() : type_name(*v)), name);
   const double x = v->get<double>();
-  if (x < double(min) || x > double(max))
-    throw ApiError(400, "'" + name + "' must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
-                            v->dump(),
-                   name);
+  // [-2^63, 2^63) is what converts to int64 at all.
+  if (x < -0x1p63 || x >= 0x1p63 || int64_t(x) < min || int64_t(x) > max) throw out_of_range();
   return int64_t(x);
 }
 

@@ -145,6 +145,8 @@ class TokenOutput {
  public:
   TokenOutput(const Tokenizer& tokenizer, std::span<const int32_t> eog_sorted, const GenerateOptions& options,
               TextSink on_text);
+  TokenOutput(const TokenOutput&) = delete;  // its text sink points at this object
+  TokenOutput& operator=(const TokenOutput&) = delete;
 
   // Records a sampled token; true when generation ends with it (an EOG token or a stop string,
   // then result().reason says which). The token is in result().ids either way.

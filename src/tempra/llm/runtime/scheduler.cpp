@@ -124,27 +124,40 @@ void Scheduler::admit() {
     }
     const std::vector<int32_t>& prompt = next.request.prompt;
     const auto n = static_cast<int64_t>(prompt.size());
-    // The longest cached prefix wins (at most n - 1 tokens: the last is evaluated for its
-    // logits); with none, the least recently used slot.
+    // The slot with the longest cached prefix (at most n - 1 tokens: the last is evaluated for
+    // its logits), when that prefix is more than half the prompt (llama-server's
+    // slot_prompt_similarity); else the least recently used slot, an empty one first. Every chat
+    // prompt starts with the same template tokens: without the threshold a new conversation
+    // would evict a cached one while empty slots wait.
     auto common = [&](const Slot& s) {
       int64_t k = 0;
       while (k < n - 1 && k < int64_t(s.tokens.size()) && s.tokens[size_t(k)] == prompt[size_t(k)]) ++k;
       return k;
     };
-    Slot* best = idle.front();
-    int64_t best_keep = common(*best);
-    for (Slot* s : idle) {
-      const int64_t keep = common(*s);
-      if (keep > best_keep || (keep == best_keep && s->last_used < best->last_used)) {
+    Slot* best = nullptr;
+    int64_t best_keep = 0;
+    for (Slot* s : idle)
+      if (const int64_t keep = common(*s); keep > best_keep) {
         best = s;
         best_keep = keep;
       }
+    if (best == nullptr || 2 * best_keep <= n) {
+      best = *std::min_element(idle.begin(), idle.end(),
+                               [](const Slot* a, const Slot* b) { return a->last_used < b->last_used; });
+      best_keep = common(*best);
     }
     best->cache.truncate(best_keep);
     best->tokens.resize(size_t(best_keep));
     best->pending = -1;
     best->last_used = ++clock_;
-    best->running = std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, clock_);
+    try {
+      best->running = std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, clock_);
+    } catch (const std::exception&) {  // out of memory: the request still hears that it ended
+      GenerationResult result;
+      result.reason = StopReason::cancelled;
+      if (next.request.on_done) next.request.on_done(result);
+      continue;
+    }
     best->running->prefilled = best_keep;
     best->running->out.result().reused_tokens = best_keep;
     std::lock_guard lock(mutex_);
@@ -166,19 +179,31 @@ void Scheduler::finish(Slot& slot, StopReason reason) {
   slot.running.reset();
   slot.pending = -1;
   slot.last_used = ++clock_;
-  if (done) done(final_result);
+  if (!done) return;
+  try {
+    done(final_result);
+  } catch (...) {
+    // The caller's own callback failed (out of memory): the request has ended either way, and
+    // the other requests of this step must still be served.
+  }
 }
 
 void Scheduler::accept(Slot& slot, std::span<const float> logits) {
-  Running& r = *slot.running;
-  const int32_t id = r.sampler.sample(logits, slot.tokens);
-  if (r.request.on_token) r.request.on_token(id, logits);
-  if (r.out.push(id)) return finish(slot, r.out.result().reason);
-  const GenerateOptions& o = r.request.options;
-  if (o.max_new_tokens >= 0 && int64_t(r.out.result().ids.size()) >= o.max_new_tokens)
-    return finish(slot, StopReason::max_tokens);
-  if (int64_t(slot.tokens.size()) >= options_.context) return finish(slot, StopReason::context_full);
-  slot.pending = id;
+  try {
+    Running& r = *slot.running;
+    const int32_t id = r.sampler.sample(logits, slot.tokens);
+    if (r.request.on_token) r.request.on_token(id, logits);
+    if (r.out.push(id)) return finish(slot, r.out.result().reason);
+    const GenerateOptions& o = r.request.options;
+    if (o.max_new_tokens >= 0 && int64_t(r.out.result().ids.size()) >= o.max_new_tokens)
+      return finish(slot, StopReason::max_tokens);
+    if (int64_t(slot.tokens.size()) >= options_.context) return finish(slot, StopReason::context_full);
+    slot.pending = id;
+  } catch (const std::exception&) {
+    // This request's sampling or callbacks failed (no finite logit, out of memory): it ends,
+    // cancelled, and the other requests of the step go on.
+    if (slot.running) finish(slot, StopReason::cancelled);
+  }
 }
 
 bool Scheduler::step() {

@@ -89,7 +89,8 @@ class Scheduler {
 
   std::optional<RequestId> submit(Request request);
   void cancel(RequestId id);
-  // Cancels every queued and running request (at the next step).
+  // Cancels every queued and running request (at the next step). Call it from the stepping
+  // thread only (between steps): it reads the slots.
   void cancel_all();
   // Runs one batch; false when there was nothing to do.
   bool step();
