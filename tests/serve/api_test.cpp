@@ -25,8 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A 1-layer, 64-wide model on Qwen3's tokenizer whose answer to a non-thinking chat prompt is a
-// get_weather tool call, and which continues "Answer:" with " Hello from tempra."
+// A 1-layer, 64-wide model on Qwen3's tokenizer that answers a chat prompt with thinking
+// "<think>Let me think</think>" and then, as it answers one without thinking, a get_weather tool
+// call; and continues "Answer:" with " Hello from tempra."
 struct ScriptedModel {
   io::GgufModel gguf;
   std::unique_ptr<llm::Model> model;
@@ -44,7 +45,7 @@ const ScriptedModel& scripted() {
       io::GgufMetadata metadata;
       llm::add_qwen3_tokenizer_metadata(metadata, spec.tokenizer_dir, spec.n_vocab);
       const llm::Tokenizer t = llm::Tokenizer::from_gguf(metadata);
-      for (const char* text : {"\n\n<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"n\":42}}\n</tool_call>",
+      for (const char* text : {"\n<think>Let me think</think>\n\n<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"n\":42}}</tool_call>",
                                "Answer: Hello from tempra."}) {
         std::vector<int32_t> chain = t.encode(text, {.parse_special = true, .add_special = false});
         chain.push_back(t.eos());
@@ -288,8 +289,8 @@ TEST(ServeApi, streamed_chat_chunks_end_with_usage_and_done) {
     if (!chunk["choices"].empty()) content += chunk["choices"][0]["delta"].value("content", "");
     at = end;
   }
-  EXPECT_EQ(content, "<tool_call>\n{\"name\":\"get_weather\",\"arguments\":{\"n\":42}}\n</tool_call>");
-  EXPECT_EQ(usage["completion_tokens"], 17);
+  EXPECT_EQ(content, "<tool_call>{\"name\":\"get_weather\",\"arguments\":{\"n\":42}}</tool_call>");
+  EXPECT_EQ(usage["completion_tokens"], 16);  // 15 tokens and <|im_end|>
 }
 
 TEST(ServeApi, constant_time_equal_compares_whole_strings) {

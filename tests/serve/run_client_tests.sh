@@ -4,8 +4,9 @@
 # SIGTERM and requires a clean exit (it drains first). WHAT: openai | anthropic | web | load.
 #
 # The model is synthesized once per WORKDIR (tempra synth --script): a prompt ending in
-# "Answer:" continues " Hello from tempra."; a chat prompt without thinking continues with a
-# Qwen3 tool call, get_weather {"n": 42}. The clients come from tests/serve/clients/node_modules
+# "Answer:" continues " Hello from tempra."; a chat prompt with thinking (ending "assistant\n")
+# continues "<think>Let me think</think>\n\n" and then, as one without thinking (ending in
+# "\n\n") does, a Qwen3 tool call: get_weather {"n": 42}. The clients come from tests/serve/clients/node_modules
 # (scripts/install-deps.sh installs them from package-lock.json).
 set -euo pipefail
 tempra="$1" work="$2" what="$3"
@@ -17,7 +18,7 @@ mkdir -p "$work"
 model="$work/scripted.gguf"
 if [ ! -f "$model" ]; then
   "$tempra" synth --preset tiny --layers 1 --ctx 4096 \
-    --script $'\n\n<tool_call>\n{"name":"get_weather","arguments":{"n":42}}\n</tool_call>' \
+    --script $'\n<think>Let me think</think>\n\n<tool_call>{"name":"get_weather","arguments":{"n":42}}</tool_call>' \
     --script 'Answer: Hello from tempra.' "$model" >/dev/null
 fi
 

@@ -1,6 +1,7 @@
 // tests/serve/clients/anthropic.test.mjs: tempra serve's /v1/messages through the official
 // `@anthropic-ai/sdk` client, on the scripted model of tests/serve/run_client_tests.sh (a chat
-// prompt without thinking continues with a Qwen3 tool call to get_weather with {"n": 42}).
+// prompt thinks "Let me think" when thinking is on, then calls get_weather with {"n": 42} in
+// Qwen3's tool-call format).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
@@ -18,7 +19,7 @@ test("a message without tools is text", async () => {
   assert.equal(m.content[0].type, "text");
   assert.match(m.content[0].text, /get_weather/);
   assert.equal(m.stop_reason, "end_turn");
-  assert.ok(m.usage.input_tokens > 0 && m.usage.output_tokens === 17);
+  assert.ok(m.usage.input_tokens > 0 && m.usage.output_tokens === 16);
 });
 
 test("max_tokens and stop_sequences end a message with their reasons", async () => {
@@ -59,6 +60,18 @@ test("a streamed tool call arrives as input_json_delta and parses", async () => 
   assert.equal(m.stop_reason, "tool_use");
   const use = m.content.find((b) => b.type === "tool_use");
   assert.deepEqual(use.input, { n: 42 });
+});
+
+test("with thinking enabled, a thinking block comes before the tool_use, streamed too", async () => {
+  const request = { model, max_tokens: 64, tools, thinking: { type: "enabled", budget_tokens: 1024 },
+                    messages: [{ role: "user", content: "Weather at 42?" }] };
+  const m = await client.messages.create(request);
+  assert.deepEqual(m.content.map((b) => b.type), ["thinking", "tool_use"]);
+  assert.equal(m.content[0].thinking, "Let me think");
+  const streamed = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(streamed.content.map((b) => b.type), ["thinking", "tool_use"]);
+  assert.equal(streamed.content[0].thinking, "Let me think");
+  assert.deepEqual(streamed.content[1].input, { n: 42 });
 });
 
 test("tool results go back through the template", async () => {

@@ -1,7 +1,7 @@
 // tests/serve/clients/openai.test.mjs: tempra serve through the official `openai` npm client, on
 // the scripted model tests/serve/run_client_tests.sh synthesizes (a prompt ending in "Answer:"
-// continues " Hello from tempra."; a chat prompt without thinking continues with a Qwen3 tool
-// call to get_weather with {"n": 42}).
+// continues " Hello from tempra."; a chat prompt thinks "Let me think" when thinking is on, then
+// calls get_weather with {"n": 42} in Qwen3's tool-call format).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -21,7 +21,8 @@ test("models lists the served model", async () => {
 });
 
 test("chat without streaming returns a message, a finish reason and usage", async () => {
-  const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 5 });
+  const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 5,
+                                                   ...noThinking });
   assert.equal(r.object, "chat.completion");
   assert.equal(r.choices[0].message.role, "assistant");
   assert.equal(typeof r.choices[0].message.content, "string");
@@ -46,9 +47,9 @@ test("chat streaming yields deltas that add up, then usage when asked", async ()
     if (choice.finish_reason) finish = choice.finish_reason;
   }
   assert.ok(chunks > 3);
-  assert.equal(text, '<tool_call>\n{"name":"get_weather","arguments":{"n":42}}\n</tool_call>');  // no tools: raw text
+  assert.equal(text, '<tool_call>{"name":"get_weather","arguments":{"n":42}}</tool_call>');  // no tools: raw text
   assert.equal(finish, "stop");
-  assert.equal(usage.completion_tokens, 17);  // 16 tokens and <|im_end|>
+  assert.equal(usage.completion_tokens, 16);  // 15 tokens and <|im_end|>
 });
 
 test("a tool call is parsed into tool_calls", async () => {
@@ -87,6 +88,26 @@ test("a streamed tool call arrives as tool_calls deltas", async () => {
   assert.equal(calls.length, 1);
   assert.equal(calls[0].name, "get_weather");
   assert.deepEqual(JSON.parse(calls[0].arguments), { n: 42 });
+});
+
+test("thinking comes back as reasoning_content, apart from the tool call", async () => {
+  const r = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "Weather at station 42?" }], tools,
+  });
+  const message = r.choices[0].message;
+  assert.equal(message.reasoning_content, "Let me think");
+  assert.equal(message.content, null);
+  assert.equal(message.tool_calls[0].function.name, "get_weather");
+  const stream = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "Hi" }], stream: true,
+  });
+  let reasoning = "", content = "";
+  for await (const chunk of stream) {
+    reasoning += chunk.choices[0]?.delta?.reasoning_content ?? "";
+    content += chunk.choices[0]?.delta?.content ?? "";
+  }
+  assert.equal(reasoning, "Let me think");
+  assert.match(content, /^<tool_call>/);  // no tools given: the call stays text, after the thinking
 });
 
 test("the tool's answer goes back through the template", async () => {
@@ -130,12 +151,13 @@ test("stop strings cut the text", async () => {
 });
 
 test("responses: text input, and streaming events", async () => {
-  const r = await client.responses.create({ model, input: "Hi", instructions: "Be brief.", max_output_tokens: 4 });
+  const r = await client.responses.create({ model, input: "Hi", instructions: "Be brief.", max_output_tokens: 4,
+                                           reasoning: { effort: "none" } });
   assert.equal(r.object, "response");
   assert.equal(r.status, "incomplete");
   assert.ok(r.output_text.length > 0);
   const stream = await client.responses.create({
-    model, input: [{ role: "user", content: "Hi" }], max_output_tokens: 4, stream: true,
+    model, input: [{ role: "user", content: "Hi" }], max_output_tokens: 4, stream: true, reasoning: { effort: "none" },
   });
   const types = [];
   let text = "";

@@ -21,12 +21,12 @@ test("the chat page streams an answer in Chromium", async () => {
     await page.waitForFunction(() => document.getElementById("model").textContent !== "…");
     assert.equal(await page.$eval("#model", (e) => e.textContent), process.env.TEMPRA_MODEL);
 
-    await page.click("#thinking");  // off: the scripted model answers a non-thinking prompt
     await page.type("#input", "What is the weather at station 42?");
     await page.keyboard.press("Enter");
     await page.waitForSelector(".assistant[data-state=done]", { timeout: 30000 });
     const answer = await page.$eval(".assistant .answer", (e) => e.textContent);
     assert.match(answer, /get_weather/);
+    assert.equal(await page.$eval(".assistant details", (e) => e.textContent), "thinkingLet me think");
     assert.match(await page.$eval(".assistant .stats", (e) => e.textContent), /tokens\/s/);
     assert.equal(await page.$eval("#stop", (e) => e.disabled), true);
     if (process.env.TEMPRA_SCREENSHOT) await page.screenshot({ path: process.env.TEMPRA_SCREENSHOT });
