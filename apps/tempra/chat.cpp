@@ -132,12 +132,12 @@ int run_chat(const cli::Args& args) {
       continue;
     }
     messages.push_back({.role = "user", .content = turn});
-    const ChatPrompt prompt = render_chat_prompt(m, messages, no_think);
+    const llm::ChatPrompt prompt = render_chat_prompt(m, messages, no_think);
     if (!prompt.warning.empty() && !warned) {
       std::cerr << "warning: " << prompt.warning << "\n";
       warned = true;
     }
-    const std::vector<int32_t> ids = m.tokenizer.encode(prompt.text, {.parse_special = true, .add_special = true});
+    const std::vector<int32_t>& ids = prompt.ids;
     if (int64_t(ids.size()) > generator.context()) {
       std::cerr << "error: prompt has " << ids.size() << " tokens but the context holds " << generator.context()
                 << "; /reset to start over, or use a larger -c\n";

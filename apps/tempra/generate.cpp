@@ -128,10 +128,10 @@ int run_generate(const cli::Args& args) {
       std::vector<llm::ChatMessage> messages;
       if (args.given("--system")) messages.push_back({.role = "system", .content = args.string("--system")});
       messages.push_back({.role = "user", .content = text});
-      const ChatPrompt prompt = render_chat_prompt(m, messages, args.flag("--no-think"));
+      llm::ChatPrompt prompt = render_chat_prompt(m, messages, args.flag("--no-think"));
       if (!prompt.warning.empty()) std::cerr << "warning: " << prompt.warning << "\n";
       options.start_in_thinking = prompt.ends_in_thinking;
-      ids = m.tokenizer.encode(prompt.text, {.parse_special = true, .add_special = true});
+      ids = std::move(prompt.ids);
     } else {
       ids = m.tokenizer.encode(text, {.parse_special = true, .add_special = true});
     }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tempra/core/error.h"
+#include "tempra/core/timing.h"
 
 namespace tempra::app {
 namespace {
@@ -117,7 +118,7 @@ LoadedModel load_model(const cli::Args& args) {
   check(tokenizer.size() <= c.n_vocab, "model", path, ": the tokenizer has ", tokenizer.size(),
         " tokens but the embedding has ", c.n_vocab, " rows");
   std::string chat_template = nonempty_string(gguf.metadata(), "tokenizer.chat_template");
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = ms_since(start);
   if (tty) std::cerr << "\r\033[K";
   std::fprintf(stderr,
                "loaded %s: %s, %d layers, hidden %lld, %lld/%lld heads, vocab %lld, context %lld (%.0f ms)\n",
@@ -132,16 +133,11 @@ llm::Tokenizer load_tokenizer(const std::string& path) {
   return llm::Tokenizer::from_gguf(gguf.metadata());
 }
 
-ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::ChatMessage>& messages, bool no_think) {
+llm::ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::ChatMessage>& messages,
+                                   bool no_think) {
   llm::ChatTemplateOptions options;
-  options.add_generation_prompt = true;
   if (no_think) options.enable_thinking = false;
-  const llm::Tokenizer& t = model.tokenizer;
-  if (t.bos() >= 0) options.bos_token = t.text(t.bos());
-  if (t.eos() >= 0) options.eos_token = t.text(t.eos());
-  llm::RenderedChat r = llm::render_chat_or_chatml(model.chat_template, messages, options);
-  ChatPrompt out{std::move(r.prompt), std::move(r.warning), r.ends_in_thinking};
-  return out;
+  return llm::chat_prompt(model.chat_template, model.tokenizer, messages, options);
 }
 
 void note_ignored_gpu_options(const cli::Args& args) {

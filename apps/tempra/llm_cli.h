@@ -22,6 +22,7 @@
 #include "tempra/core/utf8.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/template/chat_template.h"
+#include "tempra/llm/runtime/chat_prompt.h"
 #include "tempra/llm/runtime/generator.h"
 #include "tempra/llm/model/model.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
@@ -48,14 +49,10 @@ LoadedModel load_model(const cli::Args& args);
 // The tokenizer alone (tokenize needs no weights).
 llm::Tokenizer load_tokenizer(const std::string& path);
 
-// A conversation rendered with the model's chat template (ChatML when the file has none or the
-// engine cannot use it; `warning` then says why), ready to tokenize with special tokens parsed.
-struct ChatPrompt {
-  std::string text;
-  std::string warning;
-  bool ends_in_thinking = false;  // the template left a <think> open (GenerateOptions)
-};
-ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::ChatMessage>& messages, bool no_think);
+// A conversation rendered with the model's chat template and tokenized (llm/runtime/chat_prompt.h);
+// --no-think sets enable_thinking false.
+llm::ChatPrompt render_chat_prompt(const LoadedModel& model, const std::vector<llm::ChatMessage>& messages,
+                                   bool no_think);
 
 // Prints the one-line notes for -ngl / -fa when given.
 void note_ignored_gpu_options(const cli::Args& args);

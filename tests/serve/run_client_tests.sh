@@ -15,11 +15,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 clients="$here/clients"
 [ -d "$clients/node_modules/openai" ] || { echo "missing $clients/node_modules: run scripts/install-deps.sh" >&2; exit 1; }
 mkdir -p "$work"
-model="$work/scripted.gguf"
+scripts=($'\n<think>Let me think</think>\n\n<tool_call>{"name":"get_weather","arguments":{"n":42}}</tool_call>'
+         'Answer: Hello from tempra.')
+# Named after its scripts, so a changed script never meets a model synthesized for the old one.
+model="$work/scripted-$(printf '%s\0' "${scripts[@]}" | sha256sum | cut -c1-12).gguf"
 if [ ! -f "$model" ]; then
-  "$tempra" synth --preset tiny --layers 1 --ctx 4096 \
-    --script $'\n<think>Let me think</think>\n\n<tool_call>{"name":"get_weather","arguments":{"n":42}}</tool_call>' \
-    --script 'Answer: Hello from tempra.' "$model" >/dev/null
+  "$tempra" synth --preset tiny --layers 1 --ctx 4096 --script "${scripts[0]}" --script "${scripts[1]}" \
+    "$model" >/dev/null
 fi
 
 log="$work/server-$what.log"
@@ -33,7 +35,7 @@ for _ in $(seq 600); do
 done
 grep -q '^ready:' "$log" || { echo "tempra serve did not become ready:"; cat "$log"; exit 1; }
 port=$(sed -n 's|^listening on http://[^:]*:\([0-9]*\).*|\1|p' "$log" | head -1)
-export TEMPRA_BASE="http://127.0.0.1:$port" TEMPRA_MODEL="scripted.gguf" TEMPRA_PID=$server
+export TEMPRA_BASE="http://127.0.0.1:$port" TEMPRA_MODEL="$(basename "$model")" TEMPRA_PID=$server
 
 status=0
 case "$what" in

@@ -156,6 +156,9 @@ json message(const std::string& id, const std::string& model, json content, json
               {"usage", {{"input_tokens", input}, {"output_tokens", output}, {"cache_read_input_tokens", cached}}}};
 }
 
+// Anthropic's id of a parsed call: its random part under "toolu_" instead of "call_".
+std::string tool_use_id(const ParsedToolCall& call) { return "toolu_" + call.id.substr(std::string("call_").size()); }
+
 json parsed_input(const std::string& arguments) {
   try {
     json input = json::parse(arguments);
@@ -193,7 +196,7 @@ HttpResponse anthropic_messages(const ServedModel& model, const json& body) {
   const bool stream = bool_field(body, "stream").value_or(false);
   const json tools = tools_of(body);
   job.parse_tools = !tools.empty();
-  const ChatPromptIds prompt = chat_prompt(model, messages_of(body), tools, thinking);
+  const llm::ChatPrompt prompt = chat_prompt(model, messages_of(body), tools, thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
   RunningJob running = start_job(*model.engine, std::move(job));
@@ -205,7 +208,7 @@ HttpResponse anthropic_messages(const ServedModel& model, const json& body) {
     if (!r.reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", r.reasoning}, {"signature", ""}});
     if (!r.content.empty() || r.tool_calls.empty()) content.push_back({{"type", "text"}, {"text", r.content}});
     for (const ParsedToolCall& c : r.tool_calls)
-      content.push_back({{"type", "tool_use"}, {"id", "toolu_" + c.id.substr(5)}, {"name", c.name},
+      content.push_back({{"type", "tool_use"}, {"id", tool_use_id(c)}, {"name", c.name},
                          {"input", parsed_input(c.arguments)}});
     HttpResponse response;
     response.body = dump(message(id, model.name, content, stop_reason(r), stop_sequence(r), r.prompt_tokens,
@@ -221,9 +224,7 @@ HttpResponse anthropic_messages(const ServedModel& model, const json& body) {
     const int64_t input_tokens = int64_t(running.job.prompt.size());
     if (!event("message_start",
                {{"message", message(id, name, json::array(), nullptr, nullptr, input_tokens, 0, 0)}})) {
-      running.stream->cancel();
-      follow(running, {});
-      return;
+      return;  // the client has gone: RunningJob's guard cancels the request
     }
     // One open block at a time: thinking, then text; a tool call is a block of its own.
     int index = -1;
@@ -253,7 +254,7 @@ HttpResponse anthropic_messages(const ServedModel& model, const json& body) {
                            {{"index", index}, {"delta", {{"type", "text_delta"}, {"text", e.text}}}});
             case JobEvent::Kind::tool_call:
               return start("tool_use", {{"type", "tool_use"},
-                                        {"id", "toolu_" + e.tool_call.id.substr(5)},
+                                        {"id", tool_use_id(e.tool_call)},
                                         {"name", e.tool_call.name},
                                         {"input", json::object()}}) &&
                      event("content_block_delta",

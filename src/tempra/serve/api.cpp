@@ -46,9 +46,7 @@ HttpResponse tokenize(const ServedModel& model, const json& body) {
     if (!invalid_utf8_at(piece)) {
       tokens.push_back({{"id", id}, {"piece", piece}});
     } else {
-      json bytes = json::array();
-      for (unsigned char c : piece) bytes.push_back(int(c));
-      tokens.push_back({{"id", id}, {"piece", bytes}});
+      tokens.push_back({{"id", id}, {"piece", byte_array(piece)}});
     }
   }
   return json_response({{"tokens", tokens}});

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tempra/core/error.h"
+#include "tempra/core/timing.h"
 
 namespace tempra::serve {
 
@@ -88,8 +89,7 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler, ErrorFormatte
   }));
   s.set_logger([on_log = std::move(on_log)](const httplib::Request& req, const httplib::Response& res) {
     if (!on_log) return;
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - request_start).count();
+    const double ms = ms_since(request_start);
     char line[512];
     std::snprintf(line, sizeof line, "%s %s %d %.1f ms %s", req.method.c_str(), req.path.substr(0, 200).c_str(),
                   res.status, ms, req.remote_addr.c_str());

@@ -155,17 +155,12 @@ JobResult follow(RunningJob& running, const std::function<bool(const JobEvent&)>
     }
     if (!cancelled && on_event && !on_event(e)) cancel();
   };
-  auto idle_since = std::chrono::steady_clock::now();
   for (;;) {
     StreamEvent event;
-    if (!running.stream->next(event, std::chrono::milliseconds(100))) {
-      if (on_idle && !cancelled && std::chrono::steady_clock::now() - idle_since >= idle_every) {
-        idle_since = std::chrono::steady_clock::now();
-        if (!on_idle()) cancel();
-      }
+    if (!running.stream->next(event, idle_every)) {  // idle_every without an event
+      if (on_idle && !cancelled && !on_idle()) cancel();
       continue;
     }
-    idle_since = std::chrono::steady_clock::now();
     switch (event.kind) {
       case StreamEvent::Kind::token:
         deliver({.kind = JobEvent::Kind::logprob, .logprob = event.token});

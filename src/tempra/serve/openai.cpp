@@ -53,21 +53,15 @@ json usage_json(const JobResult& r) {
           {"prompt_tokens_details", {{"cached_tokens", r.result.reused_tokens}}}};
 }
 
-json bytes_of(const std::string& s) {
-  json bytes = json::array();
-  for (unsigned char c : s) bytes.push_back(int(c));
-  return bytes;
-}
-
 // One token's entry of chat logprobs: {"token", "logprob", "bytes", "top_logprobs"}.
 json chat_logprob(const ServedModel& model, const TokenLogprob& lp) {
   const std::string piece = model.tokenizer->piece(lp.id, false);
   json top = json::array();
   for (const auto& [id, logprob] : lp.top) {
     const std::string p = model.tokenizer->piece(id, false);
-    top.push_back({{"token", p}, {"logprob", logprob}, {"bytes", bytes_of(p)}});
+    top.push_back({{"token", p}, {"logprob", logprob}, {"bytes", byte_array(p)}});
   }
-  return {{"token", piece}, {"logprob", lp.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}};
+  return {{"token", piece}, {"logprob", lp.logprob}, {"bytes", byte_array(piece)}, {"top_logprobs", top}};
 }
 
 json tool_calls_json(const std::vector<ParsedToolCall>& calls) {
@@ -345,7 +339,7 @@ HttpResponse openai_chat_completions(const ServedModel& model, const json& body)
   const bool usage_chunk = include_usage(body);
   const std::vector<llm::ChatMessage> messages = chat_messages(body);
   const json tools = chat_tools(body, job.parse_tools);
-  const ChatPromptIds prompt = chat_prompt(model, messages, tools, enable_thinking(body));
+  const llm::ChatPrompt prompt = chat_prompt(model, messages, tools, enable_thinking(body));
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
   RunningJob running = start_job(*model.engine, std::move(job));
@@ -396,9 +390,7 @@ HttpResponse openai_chat_completions(const ServedModel& model, const json& body)
       return sse_data(chunk_json(std::move(delta), std::move(finish), std::move(logprobs)));
     };
     if (!write(chunk({{"role", "assistant"}, {"content", ""}}, nullptr))) {
-      running.stream->cancel();
-      follow(running, {});
-      return;
+      return;  // the client has gone: RunningJob's guard cancels the request
     }
     int tool_index = 0;
     const JobResult r = follow(
@@ -555,7 +547,7 @@ HttpResponse openai_responses(const ServedModel& model, const json& body) {
   std::optional<bool> thinking;
   if (const json* reasoning = field(body, "reasoning"); reasoning && reasoning->is_object())
     if (const auto effort = string_field(*reasoning, "effort", "reasoning.effort")) thinking = *effort != "none";
-  const ChatPromptIds prompt = chat_prompt(model, messages, json::array(), thinking);
+  const llm::ChatPrompt prompt = chat_prompt(model, messages, json::array(), thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
   RunningJob running = start_job(*model.engine, std::move(job));
@@ -586,9 +578,7 @@ HttpResponse openai_responses(const ServedModel& model, const json& body) {
               event("response.content_part.added",
                     {{"item_id", message_id}, {"output_index", output_index}, {"content_index", 0}, {"part", part}});
     if (!ok) {
-      running.stream->cancel();
-      follow(running, {});
-      return;
+      return;  // the client has gone: RunningJob's guard cancels the request
     }
     const JobResult r = follow(
         running,

@@ -128,6 +128,12 @@ std::vector<std::string> strings_field(const json& object, const std::string& na
   return out;
 }
 
+json byte_array(const std::string& bytes) {
+  json out = json::array();
+  for (unsigned char c : bytes) out.push_back(int(c));
+  return out;
+}
+
 std::string dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }

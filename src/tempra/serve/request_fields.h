@@ -48,6 +48,9 @@ std::optional<int64_t> integer_field(const json& object, const std::string& name
 // A string or an array of strings (OpenAI's `stop`).
 std::vector<std::string> strings_field(const json& object, const std::string& name, size_t max_count);
 
+// A string's bytes as a JSON array of numbers (pieces that are not whole UTF-8).
+json byte_array(const std::string& bytes);
+
 // `value` dumped as JSON text; invalid UTF-8 in strings becomes U+FFFD instead of throwing.
 std::string dump(const json& value);
 

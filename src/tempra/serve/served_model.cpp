@@ -3,17 +3,12 @@
 
 namespace tempra::serve {
 
-ChatPromptIds chat_prompt(const ServedModel& model, const std::vector<llm::ChatMessage>& messages, const json& tools,
-                          std::optional<bool> enable_thinking) {
+llm::ChatPrompt chat_prompt(const ServedModel& model, const std::vector<llm::ChatMessage>& messages, const json& tools,
+                            std::optional<bool> enable_thinking) {
   llm::ChatTemplateOptions options;
-  options.add_generation_prompt = true;
   options.enable_thinking = enable_thinking;
   options.tools = tools.is_array() ? tools : json::array();
-  const llm::Tokenizer& t = *model.tokenizer;
-  if (t.bos() >= 0) options.bos_token = t.text(t.bos());
-  if (t.eos() >= 0) options.eos_token = t.text(t.eos());
-  const llm::RenderedChat rendered = llm::render_chat_or_chatml(model.chat_template, messages, options);
-  return {t.encode(rendered.prompt, {.parse_special = true, .add_special = true}), rendered.ends_in_thinking};
+  return llm::chat_prompt(model.chat_template, *model.tokenizer, messages, options);
 }
 
 std::vector<int32_t> text_prompt(const ServedModel& model, const std::string& text) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tempra/llm/runtime/chat_prompt.h"
 #include "tempra/llm/template/chat_template.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 #include "tempra/serve/engine.h"
@@ -26,14 +27,9 @@ struct ServedModel {
 };
 
 // A conversation rendered with the model's template (tools as the template shows them,
-// enable_thinking when given) and tokenized with special tokens parsed: the job's prompt and
-// whether thinking is left open.
-struct ChatPromptIds {
-  std::vector<int32_t> ids;
-  bool ends_in_thinking = false;
-};
-ChatPromptIds chat_prompt(const ServedModel& model, const std::vector<llm::ChatMessage>& messages, const json& tools,
-                          std::optional<bool> enable_thinking);
+// enable_thinking when given) and tokenized: llm/runtime/chat_prompt.h.
+llm::ChatPrompt chat_prompt(const ServedModel& model, const std::vector<llm::ChatMessage>& messages, const json& tools,
+                            std::optional<bool> enable_thinking);
 
 // Plain text tokenized as llama-server's /completion does (special tokens parsed, BOS as the
 // vocab says).

@@ -228,6 +228,29 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
   }
 }
 
+// y = x w^T over a batch whose rows lie sequence after sequence, rows_of(seq) rows each (none:
+// the sequence is skipped): one linear_rows per maximal run of consecutive sequences on the same
+// path, so each weight is read once unless decode rows and long prompt chunks alternate.
+template <class RowsOf>
+void linear_runs(ExecContext& ctx, std::span<const SequenceRows> batch, RowsOf rows_of, const float* x,
+                 const Array& w, float* y, void* quantized, Qwen3Numerics numerics) {
+  const int64_t k = w.dim(1), n = w.dim(0);
+  int64_t first = 0, run = 0;
+  RowPath path = RowPath::few;
+  for (const SequenceRows& seq : batch) {
+    const int64_t rows = rows_of(seq);
+    if (rows == 0) continue;
+    if (run > 0 && row_path(rows) != path) {
+      linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+      first += run;
+      run = 0;
+    }
+    path = row_path(rows);
+    run += rows;
+  }
+  if (run > 0) linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+}
+
 // Row `id` of the token embedding, widened to f32 (exact for f16/bf16; the format's reference
 // decoder for block-quantized tables, as ops::embedding decodes them).
 void embedding_row(ExecContext& ctx, const Array& table, int32_t id, float* out) {
@@ -304,20 +327,9 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), eps = c.rms_norm_eps;
   void* quantized = b.quantized_scratch.raw_data();
 
-  // The batch's rows in runs of consecutive sequences on the same path; every projection runs
-  // once per run (one run, and one read of each weight, unless decode rows and long prompt
-  // chunks are interleaved).
+  const auto token_rows = [](const SequenceRows& seq) { return int64_t(seq.tokens.size()); };
   auto linear = [&](const float* x, const Array& w, float* y) {
-    const int64_t k_in = w.dim(1), n_out = w.dim(0);
-    int64_t first = 0;
-    for (size_t s = 0; s < batch.size();) {
-      const RowPath path = row_path(int64_t(batch[s].tokens.size()));
-      int64_t rows = 0;
-      for (; s < batch.size() && row_path(int64_t(batch[s].tokens.size())) == path; ++s)
-        rows += int64_t(batch[s].tokens.size());
-      linear_rows(ctx, x + first * k_in, rows, w, y + first * n_out, quantized, numerics_, path);
-      first += rows;
-    }
+    linear_runs(ctx, batch, token_rows, x, w, y, quantized, numerics_);
   };
 
   float* inpL = b.inpL.data<float>();
@@ -375,29 +387,18 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   }
   // Only each sequence's last logit_rows positions reach the head (llama.cpp's output ids do the
   // same), gathered into consecutive rows of result_norm; the head's path follows each
-  // sequence's count of logit rows (its row count alone), in runs as above.
-  int64_t row = 0, logit_rows = 0, run_first = 0;
-  RowPath run_path = RowPath::few;
+  // sequence's count of logit rows (its row count alone).
+  int64_t row = 0, logit_rows = 0;
   float* result_norm = b.result_norm.data<float>();
-  float* logits = b.logits.data<float>();
-  const int64_t V = c.n_vocab;
   for (const SequenceRows& seq : batch) {
     row += int64_t(seq.tokens.size());
     if (seq.logit_rows == 0) continue;
-    const RowPath path = row_path(seq.logit_rows);
-    if (path != run_path && logit_rows > run_first) {
-      linear_rows(ctx, result_norm + run_first * E, logit_rows - run_first, output_, logits + run_first * V, quantized,
-                  numerics_, run_path);
-      run_first = logit_rows;
-    }
-    run_path = path;
     k.rms_norm(inpL + (row - seq.logit_rows) * E, seq.logit_rows, E, output_norm_.data<float>(), eps,
                result_norm + logit_rows * E, pool);
     logit_rows += seq.logit_rows;
   }
-  if (logit_rows > run_first)
-    linear_rows(ctx, result_norm + run_first * E, logit_rows - run_first, output_, logits + run_first * V, quantized,
-                numerics_, run_path);
+  linear_runs(ctx, batch, [](const SequenceRows& seq) { return seq.logit_rows; }, result_norm, output_,
+              b.logits.data<float>(), quantized, numerics_);
   for (const SequenceRows& seq : batch) seq.cache->advance(int64_t(seq.tokens.size()));
 }
 

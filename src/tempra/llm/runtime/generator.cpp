@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tempra/core/error.h"
+#include "tempra/core/timing.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra::llm {
@@ -28,11 +29,23 @@ constexpr std::array<std::string_view, 32> kEndOfGenerationTexts = {
     "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>",
     "<|file_sep|>"};
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}  // namespace
+
+void check_prompt(std::string_view op, std::span<const int32_t> prompt, int64_t context, int64_t n_vocab) {
+  const auto n = static_cast<int64_t>(prompt.size());
+  check(n > 0, op, "the prompt is empty");
+  check(n <= context, op, "prompt has ", n, " tokens but the context holds ", context);
+  for (int64_t i = 0; i < n; ++i)
+    check(prompt[size_t(i)] >= 0 && prompt[size_t(i)] < n_vocab, op, "prompt token ", i, " is id ", prompt[size_t(i)],
+          ", outside the vocab [0, ", n_vocab, ")");
 }
 
-}  // namespace
+int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt) {
+  const auto limit = std::min<int64_t>(int64_t(cached.size()), int64_t(prompt.size()) - 1);
+  int64_t keep = 0;
+  while (keep < limit && cached[size_t(keep)] == prompt[size_t(keep)]) ++keep;
+  return keep;
+}
 
 size_t partial_suffix(std::string_view text, std::string_view word) {
   for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
@@ -193,18 +206,12 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   const auto n = static_cast<int64_t>(prompt.size());
   const int64_t capacity = context();
   const int64_t n_vocab = model_->info().n_vocab;
-  check(n > 0, kOp, "the prompt is empty");
-  check(n <= capacity, kOp, "prompt has ", n, " tokens but the context holds ", capacity);
+  check_prompt(kOp, prompt, capacity, n_vocab);
   check(options.batch > 0, kOp, "batch must be positive, got ", options.batch);
-  for (int64_t i = 0; i < n; ++i)
-    check(prompt[size_t(i)] >= 0 && prompt[size_t(i)] < n_vocab, kOp, "prompt token ", i, " is id ", prompt[size_t(i)],
-          ", outside the vocab [0, ", n_vocab, ")");
   Sampler sampler(options.sampling);
   sampler.set_step(sampler_step_);
 
-  // Keep the common prefix, but always evaluate the last prompt token: its logits start decoding.
-  int64_t keep = 0;
-  while (keep < n - 1 && keep < int64_t(tokens_.size()) && tokens_[size_t(keep)] == prompt[size_t(keep)]) ++keep;
+  const int64_t keep = reusable_prefix(tokens_, prompt);
   session_->truncate(keep);
   tokens_.resize(size_t(keep));
 

@@ -53,6 +53,14 @@ namespace tempra::llm {
 // and Qwen's FIM pad/repo/file-separator tokens). Sorted, unique.
 std::vector<int32_t> end_of_generation_ids(const Tokenizer& tokenizer);
 
+// Throws tempra::Error (op: `op`) unless `prompt` is 1 ... context tokens, each in [0, n_vocab):
+// "prompt has N tokens but the context holds M", "prompt token i is id X, outside the vocab".
+void check_prompt(std::string_view op, std::span<const int32_t> prompt, int64_t context, int64_t n_vocab);
+
+// How many of a cache's tokens a new prompt keeps: their common prefix, but at most all the
+// prompt's tokens except its last, which is always evaluated for its logits.
+int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
+
 // The length of the longest proper prefix of `word` that `text` ends with: how much of a
 // streamed text to hold back because it may be the start of `word` (a stop string, a tag).
 size_t partial_suffix(std::string_view text, std::string_view word);

@@ -6,14 +6,19 @@
 #include <utility>
 
 #include "tempra/core/error.h"
+#include "tempra/core/timing.h"
 
 namespace tempra::llm {
 namespace {
 
 constexpr std::string_view kOp = "Scheduler";
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+// A request that ends before it ever ran (cancelled in the queue, or not admitted) still hears it.
+void end_unrun(Request& request) {
+  if (!request.on_done) return;
+  GenerationResult result;
+  result.reason = StopReason::cancelled;
+  request.on_done(result);
 }
 
 }  // namespace
@@ -69,13 +74,7 @@ Scheduler::Scheduler(ExecContext& ctx, const Model& model, const Tokenizer& toke
 Scheduler::~Scheduler() = default;
 
 std::optional<RequestId> Scheduler::submit(Request request) {
-  const auto n = static_cast<int64_t>(request.prompt.size());
-  const int64_t n_vocab = model_->info().n_vocab;
-  check(n > 0, kOp, "the prompt is empty");
-  check(n <= options_.context, kOp, "prompt has ", n, " tokens but the context holds ", options_.context);
-  for (int64_t i = 0; i < n; ++i)
-    check(request.prompt[size_t(i)] >= 0 && request.prompt[size_t(i)] < n_vocab, kOp, "prompt token ", i, " is id ",
-          request.prompt[size_t(i)], ", outside the vocab [0, ", n_vocab, ")");
+  check_prompt(kOp, request.prompt, options_.context, model_->info().n_vocab);
   Sampler validate(request.options.sampling);  // throws naming a parameter out of range
   std::lock_guard lock(mutex_);
   // Waiting requests beyond the free slots (as of the last step) are the queue.
@@ -103,9 +102,10 @@ SchedulerStats Scheduler::stats() const {
   return stats_;
 }
 
-std::vector<int32_t> Scheduler::slot_tokens(int i) const {
-  check(i >= 0 && i < int(slots_.size()), kOp, "slot ", i, " out of range [0, ", slots_.size(), ")");
-  return slots_[size_t(i)]->tokens;
+void Scheduler::count_busy_slots() {
+  std::lock_guard lock(mutex_);
+  stats_.busy_slots = 0;
+  for (const auto& s : slots_) stats_.busy_slots += s->running ? 1 : 0;
 }
 
 void Scheduler::admit() {
@@ -129,11 +129,7 @@ void Scheduler::admit() {
     // slot_prompt_similarity); else the least recently used slot, an empty one first. Every chat
     // prompt starts with the same template tokens: without the threshold a new conversation
     // would evict a cached one while empty slots wait.
-    auto common = [&](const Slot& s) {
-      int64_t k = 0;
-      while (k < n - 1 && k < int64_t(s.tokens.size()) && s.tokens[size_t(k)] == prompt[size_t(k)]) ++k;
-      return k;
-    };
+    auto common = [&](const Slot& s) { return reusable_prefix(s.tokens, prompt); };
     Slot* best = nullptr;
     int64_t best_keep = 0;
     for (Slot* s : idle)
@@ -152,10 +148,8 @@ void Scheduler::admit() {
     best->last_used = ++clock_;
     try {
       best->running = std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, clock_);
-    } catch (const std::exception&) {  // out of memory: the request still hears that it ended
-      GenerationResult result;
-      result.reason = StopReason::cancelled;
-      if (next.request.on_done) next.request.on_done(result);
+    } catch (const std::exception&) {  // out of memory
+      end_unrun(next.request);
       continue;
     }
     best->running->prefilled = best_keep;
@@ -221,11 +215,7 @@ bool Scheduler::step() {
     }
     stats_.queued = int64_t(queue_.size());
   }
-  for (Queued& q : dropped) {
-    GenerationResult result;
-    result.reason = StopReason::cancelled;
-    if (q.request.on_done) q.request.on_done(result);
-  }
+  for (Queued& q : dropped) end_unrun(q.request);
   for (auto& s : slots_)
     if (s->running && std::find(cancelled.begin(), cancelled.end(), s->running->id) != cancelled.end())
       finish(*s, StopReason::cancelled);
@@ -261,11 +251,7 @@ bool Scheduler::step() {
     parts.push_back({s, count});
     budget -= count;
   }
-  {
-    std::lock_guard lock(mutex_);
-    stats_.busy_slots = 0;
-    for (auto& s : slots_) stats_.busy_slots += s->running ? 1 : 0;
-  }
+  count_busy_slots();
   if (rows.empty()) return false;
 
   const auto start = std::chrono::steady_clock::now();
@@ -296,17 +282,18 @@ bool Scheduler::step() {
     if (r.request.options.max_new_tokens == 0) finish(s, StopReason::max_tokens);
     else accept(s, logits);
   }
-  std::lock_guard lock(mutex_);
-  if (prompt_tokens > 0) {
-    stats_.prompt_ms += ms;
-  } else {
-    stats_.decode_ms += ms;
-    stats_.decode_only_tokens += int64_t(parts.size());
+  {
+    std::lock_guard lock(mutex_);
+    if (prompt_tokens > 0) {
+      stats_.prompt_ms += ms;
+    } else {
+      stats_.decode_ms += ms;
+      stats_.decode_only_tokens += int64_t(parts.size());
+    }
+    stats_.prompt_tokens += prompt_tokens;
+    ++stats_.steps;
   }
-  stats_.prompt_tokens += prompt_tokens;
-  ++stats_.steps;
-  stats_.busy_slots = 0;  // requests that ended in this step
-  for (auto& s : slots_) stats_.busy_slots += s->running ? 1 : 0;
+  count_busy_slots();  // requests that ended in this step
   return true;
 }
 

@@ -98,8 +98,6 @@ class Scheduler {
 
   SchedulerStats stats() const;
   const SchedulerOptions& options() const { return options_; }
-  // The tokens slot i's cache holds (for tests and metrics; call between steps).
-  std::vector<int32_t> slot_tokens(int i) const;
 
  private:
   struct Running;
@@ -108,6 +106,7 @@ class Scheduler {
   void admit();
   void accept(Slot& slot, std::span<const float> logits);
   void finish(Slot& slot, StopReason reason);
+  void count_busy_slots();  // into stats_.busy_slots
 
   ExecContext* ctx_;
   const Model* model_;
