@@ -21,12 +21,14 @@ packages=(
 # The llama.cpp oracle the parity tests link (npm; not a Debian package).
 "$(dirname "$0")/../tools/oracle/install.sh"
 
-# The official API clients and puppeteer-core the server tests drive (npm, pinned by the lock
-# file); reinstalled when the lock file changes.
-clients="$(dirname "$0")/../tests/serve/clients"
-stamp="$clients/node_modules/.installed-$(sha256sum "$clients/package-lock.json" | cut -c1-16)"
-if [ ! -f "$stamp" ]; then
-  echo "installing the server tests' npm clients into $clients/node_modules"
-  npm ci --prefix "$clients" --no-audit --no-fund --loglevel=error >/dev/null
-  touch "$stamp"
-fi
+# npm packages the tests drive, pinned by their lock files; reinstalled when a lock file changes:
+# the official API clients and puppeteer-core (the server), ajv (JSON Schema generations).
+for pkg in tests/serve/clients tests/llm/json_schema; do
+  dir="$(dirname "$0")/../$pkg"
+  stamp="$dir/node_modules/.installed-$(sha256sum "$dir/package-lock.json" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    echo "installing the npm packages of $pkg into $dir/node_modules"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error >/dev/null
+    touch "$stamp"
+  fi
+done

@@ -15,6 +15,8 @@
 
 #include "tempra/core/error.h"
 #include "tempra/core/timing.h"
+#include "tempra/llm/decode/grammar.h"
+#include "tempra/llm/decode/json_schema.h"
 
 namespace tempra::app {
 namespace {
@@ -103,8 +105,52 @@ std::vector<cli::Option> sampling_option_rows() {
        .kind = Kind::StringList,
        .help = "stop at this text (never printed)",
        .metavar = "TEXT"},
+      {.spellings = {"--grammar"},
+       .kind = Kind::String,
+       .help = "constrain the output to this GBNF grammar (llama.cpp's format; rule `root`)",
+       .metavar = "TEXT"},
+      {.spellings = {"--grammar-file"}, .kind = Kind::String, .help = "the GBNF grammar in file F", .metavar = "F"},
+      {.spellings = {"-j", "--json-schema"},
+       .kind = Kind::String,
+       .help = "constrain the output to JSON this JSON Schema accepts ('{}': any JSON)",
+       .metavar = "SCHEMA"},
+      {.spellings = {"--json-schema-file"}, .kind = Kind::String, .help = "the JSON Schema in file F", .metavar = "F"},
+      {.spellings = {"--regex"},
+       .kind = Kind::String,
+       .help = "constrain the output to text this regular expression matches whole",
+       .metavar = "RE"},
   };
 }
+
+namespace {
+
+std::string read_text_file(const std::string& path, const std::string& option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw cli::UsageError(option + ": cannot read '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The grammar the flags ask for (at most one of them), or null.
+std::shared_ptr<const llm::Grammar> grammar_option(const cli::Args& args) {
+  std::vector<std::string> given;
+  for (const char* flag : {"--grammar", "--grammar-file", "--json-schema", "--json-schema-file", "--regex"})
+    if (args.given(flag)) given.push_back(flag);
+  if (given.empty()) return nullptr;
+  if (given.size() > 1) throw cli::UsageError(given[0] + " and " + given[1] + " cannot be used together");
+  const std::string& flag = given[0];
+  const std::string& value = args.string(flag);
+  std::string gbnf;
+  if (flag == "--grammar") gbnf = value;
+  if (flag == "--grammar-file") gbnf = read_text_file(value, flag);
+  if (flag == "--json-schema") gbnf = llm::json_schema_to_gbnf(value);
+  if (flag == "--json-schema-file") gbnf = llm::json_schema_to_gbnf(read_text_file(value, flag));
+  if (flag == "--regex") gbnf = llm::regex_to_gbnf(value);
+  return std::make_shared<const llm::Grammar>(llm::parse_grammar(gbnf));
+}
+
+}  // namespace
 
 LoadedModel load_model(const cli::Args& args) {
   const std::string& path = args.string("--model");
@@ -186,6 +232,7 @@ llm::GenerateOptions generate_options(const cli::Args& args) {
   o.max_new_tokens = n;
   o.stop = args.strings("--stop");
   o.batch = args.integer("--batch-size");
+  o.grammar = grammar_option(args);
   llm::SamplerParams& s = o.sampling;
   s.temperature = static_cast<float>(args.number("--temp"));
   const int64_t top_k = args.integer("--top-k");

@@ -42,10 +42,22 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     check(id >= 0 && id < n_vocab, "sampler", "history token ", id, " is outside the vocabulary of ", n_vocab);
   candidates_.resize(logits.size());
   for (int32_t i = 0; i < n_vocab; ++i) candidates_[i] = {i, logits[i]};
+  if (grammar_) {
+    grammar_->fill_mask(allowed_);
+    for (int32_t i = 0; i < n_vocab; ++i)
+      if (i >= allowed_.size() || !allowed_.allowed(i)) candidates_[i].logit = -INFINITY;
+  }
   apply_penalties(history);
   // NaN logits are never chosen; -inf ones only if nothing else is left (then it is an error).
   std::erase_if(candidates_, [](const Candidate& c) { return !(c.logit > -INFINITY); });
-  check(!candidates_.empty(), "sampler", "no finite logit to choose from");
+  check(!candidates_.empty(), "sampler",
+        grammar_ ? "the grammar allows no token with a finite logit here" : "no finite logit to choose from");
+  const int32_t id = choose();
+  if (grammar_) grammar_->accept(id);
+  return id;
+}
+
+int32_t Sampler::choose() {
   const uint64_t step = step_++;
 
   // Sorted by logit, descending; ties by id so the order (and greedy) is reproducible.

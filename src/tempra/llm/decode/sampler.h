@@ -12,12 +12,22 @@
 //   otherwise logits are divided by the temperature and one token is drawn from the softmax.
 // Draws come from the counter RNG keyed by (seed, step): the same seed and the same logits give
 // the same tokens, and a session can be replayed from any step.
+//
+// Constrained output: a sampler given a GrammarMatcher (constrain()) first masks every token the
+// grammar does not allow next (grammar_matcher.h), runs the chain over what is left, and advances
+// the matcher past the token it returns. Masking comes first, so top-k, top-p and min-p choose
+// among allowed tokens only and the draw follows the model's distribution restricted to the
+// grammar.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
+
+#include "tempra/llm/decode/grammar_matcher.h"
+#include "tempra/llm/decode/token_mask.h"
 
 namespace tempra::llm {
 
@@ -40,9 +50,14 @@ class Sampler {
   explicit Sampler(const SamplerParams& params);
 
   // The next token for `logits` (one row, n_vocab entries) after `history` (the tokens so
-  // far, prompt included). Advances the draw counter. Throws on an empty or non-finite row
-  // with nothing finite to choose from.
+  // far, prompt included). Advances the draw counter (and the grammar, when constrained).
+  // Throws on an empty or non-finite row with nothing finite to choose from, and when the
+  // grammar allows no token with a finite logit.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+
+  // From now on, only tokens `grammar` allows (ids past its vocabulary never are).
+  void constrain(std::unique_ptr<GrammarMatcher> grammar) { grammar_ = std::move(grammar); }
+  GrammarMatcher* grammar() const { return grammar_.get(); }
 
   const SamplerParams& params() const { return params_; }
   uint64_t step() const { return step_; }
@@ -54,6 +69,7 @@ class Sampler {
     float logit;
   };
   void apply_penalties(std::span<const int32_t> history);
+  int32_t choose();  // the chain from top-k on, over candidates_ (all finite)
 
   SamplerParams params_;
   uint64_t step_ = 0;
@@ -61,6 +77,8 @@ class Sampler {
   std::vector<Candidate> candidates_;
   std::vector<float> probs_;
   std::unordered_map<int32_t, int> counts_;  // occurrences in the penalty window
+  std::unique_ptr<GrammarMatcher> grammar_;
+  TokenMask allowed_;
 };
 
 }  // namespace tempra::llm

@@ -200,6 +200,12 @@ void Generator::reset() {
   tokens_.clear();
 }
 
+Sampler make_sampler(const GenerateOptions& options, const std::shared_ptr<const GrammarVocab>& vocab) {
+  Sampler sampler(options.sampling);
+  if (options.grammar) sampler.constrain(std::make_unique<GrammarMatcher>(options.grammar, vocab));
+  return sampler;
+}
+
 GenerationResult Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                      const GenerateCallbacks& callbacks) {
   const auto start = std::chrono::steady_clock::now();
@@ -208,7 +214,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   const int64_t n_vocab = model_->info().n_vocab;
   check_prompt(kOp, prompt, capacity, n_vocab);
   check(options.batch > 0, kOp, "batch must be positive, got ", options.batch);
-  Sampler sampler(options.sampling);
+  if (options.grammar && !grammar_vocab_) grammar_vocab_ = GrammarVocab::from_tokenizer(*tokenizer_, eog_);
+  Sampler sampler = make_sampler(options, grammar_vocab_);
   sampler.set_step(sampler_step_);
 
   const int64_t keep = reusable_prefix(tokens_, prompt);

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +43,7 @@
 
 #include "tempra/core/array.h"
 #include "tempra/llm/model/model.h"
+#include "tempra/llm/decode/grammar_matcher.h"
 #include "tempra/llm/decode/sampler.h"
 #include "tempra/llm/runtime/session.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
@@ -114,7 +116,14 @@ struct GenerateOptions {
   std::vector<std::string> stop = {};  // user stop strings
   bool start_in_thinking = false;      // the prompt leaves a <think> open (classification only)
   int64_t batch = 512;                 // prompt tokens per forward pass
+  // Constrained output (decode/grammar.h): every token is one the grammar allows, and the end of
+  // generation comes only where the grammar may end. Null: unconstrained.
+  std::shared_ptr<const Grammar> grammar = nullptr;
 };
+
+// A sampler for `options` (its chain, and the grammar's matcher over `vocab` when constrained).
+// `vocab` may be null when options.grammar is.
+Sampler make_sampler(const GenerateOptions& options, const std::shared_ptr<const GrammarVocab>& vocab);
 
 struct GenerateCallbacks {
   TextSink on_text = {};  // each emitted piece, in order
@@ -200,6 +209,7 @@ class Generator {
   std::vector<int32_t> tokens_;
   std::vector<int32_t> eog_;  // sorted
   uint64_t sampler_step_ = 0;
+  std::shared_ptr<const GrammarVocab> grammar_vocab_;  // built at the first constrained request
 };
 
 }  // namespace tempra::llm

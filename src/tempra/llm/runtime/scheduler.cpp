@@ -26,10 +26,10 @@ void end_unrun(Request& request) {
 // A request in a slot: its sampler and its output, from admission to on_done.
 struct Scheduler::Running {
   Running(RequestId id_in, Request request_in, const Tokenizer& tokenizer, std::span<const int32_t> eog,
-          uint64_t admitted_in)
+          const std::shared_ptr<const GrammarVocab>& grammar_vocab, uint64_t admitted_in)
       : id(id_in),
         request(std::move(request_in)),
-        sampler(request.options.sampling),
+        sampler(make_sampler(request.options, grammar_vocab)),
         out(tokenizer, eog, request.options, request.on_text),
         admitted(admitted_in) {}
 
@@ -147,7 +147,10 @@ void Scheduler::admit() {
     best->pending = -1;
     best->last_used = ++clock_;
     try {
-      best->running = std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, clock_);
+      if (next.request.options.grammar && !grammar_vocab_)  // once, at the first constrained request
+        grammar_vocab_ = GrammarVocab::from_tokenizer(*tokenizer_, eog_);
+      best->running =
+          std::make_unique<Running>(next.id, std::move(next.request), *tokenizer_, eog_, grammar_vocab_, clock_);
     } catch (const std::exception&) {  // out of memory
       end_unrun(next.request);
       continue;

@@ -113,6 +113,7 @@ class Scheduler {
   const Tokenizer* tokenizer_;
   SchedulerOptions options_;
   std::vector<int32_t> eog_;
+  std::shared_ptr<const GrammarVocab> grammar_vocab_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<ForwardBuffers> buffers_;
   uint64_t clock_ = 0;  // admission order and LRU

@@ -84,6 +84,37 @@ std::vector<uint32_t> decode_utf8_lenient(std::string_view utf8) {
   return cpts;
 }
 
+bool well_formed_utf8_prefix(std::string_view bytes) {
+  size_t i = 0;
+  while (i < bytes.size()) {
+    const auto lead = static_cast<uint8_t>(bytes[i]);
+    size_t length = 0;
+    uint8_t low = 0x80, high = 0xBF;  // the range of the second byte (Unicode Table 3-7)
+    if (lead < 0x80) {
+      length = 1;
+    } else if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return false;  // a continuation byte, or a lead that no well-formed text has
+    }
+    for (size_t k = 1; k < length; ++k) {
+      if (i + k == bytes.size()) return true;  // cut short here: a prefix so far
+      const auto b = static_cast<uint8_t>(bytes[i + k]);
+      if (k == 1 ? (b < low || b > high) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += length;
+  }
+  return true;
+}
+
 void append_utf8(std::string& out, uint32_t cpt) {
   if (cpt > kMaxCodepoint) cpt = kReplacementCharacter;
   if (cpt <= 0x7F) {

@@ -26,6 +26,11 @@ std::vector<uint32_t> decode_utf8_lenient(std::string_view utf8);
 // written as their 3-byte form, as llama.cpp does).
 void append_utf8(std::string& out, uint32_t cpt);
 
+// Whether `bytes` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+// U+10FFFF), allowing the last character to be cut short: then it must be a prefix of a
+// well-formed one. So a run of tokens is valid text exactly when each prefix passes this test.
+bool well_formed_utf8_prefix(std::string_view bytes);
+
 // The length a UTF-8 sequence starting with `lead` claims (1 for continuation and invalid bytes).
 inline size_t utf8_sequence_length(unsigned char lead) {
   static constexpr size_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
