@@ -163,10 +163,22 @@ TEST(ServeApi, every_refusal_names_what_was_wrong_in_the_routes_dialect) {
        "'stop[0]' must be a string", "stop"},
       {"POST", "/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})", 400,
-       "needs constrained decoding", "tool_choice"},
+       "tool_choice forces a call but 'tools' is empty", "tool_choice"},
       {"POST", "/v1/chat/completions",
-       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})", 400,
-       "response_format 'json_object' needs constrained decoding", "response_format"},
+       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f"}}],
+           "tool_choice": {"type": "function", "function": {"name": "g"}}})", 400,
+       "tool_choice names 'g', which is not among the tools", "tool_choice"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "xml"}})", 400,
+       "must be text, json_object or json_schema, got 'xml'", "response_format.type"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+           "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 1}}}})", 400,
+       "[json-schema] at /: 'minimum' is not supported", "response_format.json_schema.schema"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
+           "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "email"}}}}}]})", 400,
+       "at /properties/d: format 'email' is not supported", "tools[0].function.parameters"},
       {"POST", "/v1/chat/completions", R"({"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})", 404,
        "the model 'gpt-9' does not exist", "model"},
       {"POST", "/v1/completions", long_prompt, 400, "tokens but the context holds 256", "messages"},
@@ -201,6 +213,81 @@ TEST(ServeApi, every_refusal_names_what_was_wrong_in_the_routes_dialect) {
   EXPECT_NE(body_of(b)["error"]["message"].get<std::string>().find("'messages.0.content.0.type' 'image' is not supported"),
             std::string::npos);
   EXPECT_EQ(header(s.call("GET", "/v1/messages"), "Allow"), "POST");
+}
+
+const char* const kWeatherAndLookup = R"(
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+                "properties": {"n": {"type": "integer"}}, "required": ["n"]}}},
+              {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object",
+                "properties": {"q": {"enum": ["alpha", "beta"]}}, "required": ["q"], "additionalProperties": false}}}])";
+
+TEST(ServeApi, a_required_tool_call_that_fits_the_schema_is_the_models_own) {
+  // The scripted model calls get_weather with {"n": 42}: every one of its tokens is allowed, so
+  // forcing a call changes nothing.
+  const Server s;
+  const json r = body_of(s.call("POST", "/v1/chat/completions", std::string(R"({
+    "messages": [{"role": "user", "content": "weather?"}], "tool_choice": "required", "seed": 1,
+    "chat_template_kwargs": {"enable_thinking": false},)") + kWeatherAndLookup + "}"));
+  const json& call = r["choices"][0]["message"]["tool_calls"][0]["function"];
+  EXPECT_EQ(call["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["arguments"].get<std::string>()), json({{"n", 42}}));
+}
+
+TEST(ServeApi, a_named_tool_choice_forces_that_tool_with_schema_valid_arguments) {
+  const Server s;
+  for (int seed = 0; seed < 4; ++seed) {
+    SCOPED_TRACE(seed);
+    const json r = body_of(s.call("POST", "/v1/chat/completions", std::string(R"({
+      "messages": [{"role": "user", "content": "weather?"}], "max_tokens": 120, "seed": )") +
+                                  std::to_string(seed) + R"(,
+      "tool_choice": {"type": "function", "function": {"name": "lookup"}},
+      "chat_template_kwargs": {"enable_thinking": false},)" + kWeatherAndLookup + "}"));
+    const json& choice = r["choices"][0];
+    ASSERT_EQ(choice["finish_reason"], "tool_calls") << r.dump();
+    for (const json& c : choice["message"]["tool_calls"]) {
+      EXPECT_EQ(c["function"]["name"], "lookup");
+      const json args = json::parse(c["function"]["arguments"].get<std::string>());
+      EXPECT_EQ(args.size(), 1u);
+      EXPECT_TRUE(args["q"] == "alpha" || args["q"] == "beta") << args.dump();
+    }
+  }
+  // Anthropic's spelling: {"type": "tool", "name": ...}.
+  const json a = body_of(s.call("POST", "/v1/messages", R"({"max_tokens": 120, "messages": [{"role": "user",
+    "content": "weather?"}], "tool_choice": {"type": "tool", "name": "lookup"}, "tools": [
+    {"name": "get_weather", "input_schema": {"type": "object"}},
+    {"name": "lookup", "input_schema": {"type": "object", "properties": {"q": {"const": "gamma"}}, "required": ["q"]}}]})"));
+  ASSERT_EQ(a["stop_reason"], "tool_use") << a.dump();
+  const json& use = a["content"].back();
+  EXPECT_EQ(use["name"], "lookup");
+  EXPECT_EQ(use["input"], json({{"q", "gamma"}}));
+}
+
+TEST(ServeApi, response_formats_constrain_chat_completions_and_responses) {
+  const Server s;
+  const char* schema = R"({"type": "object", "properties": {"ok": {"type": "boolean"}, "tag": {"enum": ["x", "y"]}},
+                          "required": ["ok", "tag"], "additionalProperties": false})";
+  for (int seed = 0; seed < 3; ++seed) {
+    SCOPED_TRACE(seed);
+    const json chat = body_of(s.call("POST", "/v1/chat/completions", std::string(R"({"messages": [{"role": "user",
+      "content": "Answer:"}], "max_tokens": 100, "seed": )") + std::to_string(seed) + R"(,
+      "chat_template_kwargs": {"enable_thinking": false},
+      "response_format": {"type": "json_schema", "json_schema": {"name": "r", "strict": true, "schema": )" + schema + "}}}"));
+    ASSERT_EQ(chat["choices"][0]["finish_reason"], "stop") << chat.dump();
+    const json doc = json::parse(chat["choices"][0]["message"]["content"].get<std::string>());
+    EXPECT_TRUE(doc["ok"].is_boolean());
+    EXPECT_TRUE(doc["tag"] == "x" || doc["tag"] == "y");
+    EXPECT_EQ(doc.size(), 2u);
+
+    const json any = body_of(s.call("POST", "/v1/completions", R"({"prompt": "Answer:", "max_tokens": 200, "seed": )" +
+                                                                  std::to_string(seed) + R"(,
+      "response_format": {"type": "json_object"}})"));
+    if (any["choices"][0]["finish_reason"] == "stop")
+      EXPECT_TRUE(json::parse(any["choices"][0]["text"].get<std::string>()).is_object()) << any.dump();
+  }
+  const json resp = body_of(s.call("POST", "/v1/responses", std::string(R"({"input": "Answer:", "max_output_tokens": 100,
+    "reasoning": {"effort": "none"}, "text": {"format": {"type": "json_schema", "name": "r", "schema": )") + schema + "}}}"));
+  const json doc = json::parse(resp["output"][0]["content"][0]["text"].get<std::string>());
+  EXPECT_TRUE(doc["ok"].is_boolean()) << resp.dump();
 }
 
 TEST(ServeApi, an_api_key_guards_every_route_but_health_and_the_page) {

@@ -2,6 +2,8 @@
 // reference (streaming events included).
 #include "tempra/serve/anthropic.h"
 
+#include "tempra/serve/constraints.h"
+
 #include "tempra/serve/openai.h"
 
 namespace tempra::serve {
@@ -99,8 +101,9 @@ std::vector<llm::ChatMessage> messages_of(const json& body) {
   return out;
 }
 
-// Anthropic tools ({name, description, input_schema}) in the OpenAI form the template reads.
-json tools_of(const json& body) {
+// Anthropic tools ({name, description, input_schema}) in the OpenAI form the template reads;
+// tool_choice auto, none, any (a call is required) or {"type": "tool", "name"} (into `constraint`).
+json tools_of(const json& body, OutputConstraint& constraint) {
   json tools = json::array();
   if (const json* t = field(body, "tools")) {
     if (!t->is_array()) throw ApiError(400, "'tools' must be an array", "tools");
@@ -116,13 +119,25 @@ json tools_of(const json& body) {
       tools.push_back({{"type", "function"}, {"function", fn}});
     }
   }
+  constraint.tool_choice = ToolChoice::auto_;
   if (const json* choice = field(body, "tool_choice")) {
     const std::string type =
         choice->is_object() ? string_field(*choice, "type", "tool_choice.type").value_or("auto") : "";
-    if (type == "none") return json::array();
-    if (type != "auto")
-      throw ApiError(400, "tool_choice must be {\"type\": \"auto\"} or {\"type\": \"none\"}: forcing a tool needs "
-                          "constrained decoding, which is not supported yet", "tool_choice");
+    if (type == "none") {
+      constraint.tool_choice = ToolChoice::none;
+      return json::array();
+    }
+    if (type == "any") {
+      constraint.tool_choice = ToolChoice::required;
+    } else if (type == "tool") {
+      constraint.tool_choice = ToolChoice::named;
+      constraint.tool_name = string_field(*choice, "name", "tool_choice.name").value_or("");
+      if (constraint.tool_name.empty()) throw ApiError(400, "'tool_choice.name' is required", "tool_choice.name");
+    } else if (type != "auto") {
+      throw ApiError(400, "'tool_choice.type' must be auto, any, tool or none", "tool_choice.type");
+    }
+    if (constraint.tool_choice != ToolChoice::auto_ && tools.empty())
+      throw ApiError(400, "tool_choice forces a tool but 'tools' is empty", "tool_choice");
   }
   return tools;
 }
@@ -194,11 +209,16 @@ HttpResponse anthropic_messages(const ServedModel& model, const json& body) {
     thinking = type == "enabled";
   }
   const bool stream = bool_field(body, "stream").value_or(false);
-  const json tools = tools_of(body);
+  OutputConstraint constraint;
+  const json tools = tools_of(body, constraint);
   job.parse_tools = !tools.empty();
   const llm::ChatPrompt prompt = chat_prompt(model, messages_of(body), tools, thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
+  constraint.tools = &tools;
+  constraint.in_thinking = prompt.ends_in_thinking;
+  constraint.allow_thinking = thinking != false;
+  job.options.grammar = output_grammar(constraint);
   RunningJob running = start_job(*model.engine, std::move(job));
   const std::string id = random_id("msg_");
 

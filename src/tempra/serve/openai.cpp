@@ -2,6 +2,8 @@
 // OpenAI's API reference and llama-server's mapping of it (tools/server/README.md).
 #include "tempra/serve/openai.h"
 
+#include "tempra/serve/constraints.h"
+
 #include <chrono>
 #include <random>
 
@@ -24,14 +26,9 @@ void reject_unsupported(const json& body) {
     throw ApiError(400, "'n' must be 1: one choice per request is supported", "n");
   if (const json* bias = field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty()))
     throw ApiError(400, "'logit_bias' is not supported", "logit_bias");
-  if (const json* format = field(body, "response_format")) {
-    const std::optional<std::string> type =
-        format->is_object() ? string_field(*format, "type", "response_format.type") : std::nullopt;
-    if (!type) throw ApiError(400, "'response_format' must be an object with a 'type'", "response_format");
-    if (*type != "text")
-      throw ApiError(400, "response_format '" + *type + "' needs constrained decoding, which is not supported yet",
-                     "response_format");
-  }
+  if (const json* format = field(body, "response_format"))
+    if (!format->is_object() || !string_field(*format, "type", "response_format.type"))
+      throw ApiError(400, "'response_format' must be an object with a 'type'", "response_format");
 }
 
 std::string finish_reason(const JobResult& r) {
@@ -138,8 +135,9 @@ std::vector<llm::ChatMessage> chat_messages(const json& body) {
 }
 
 // OpenAI's tools, [{"type": "function", "function": {"name", "description", "parameters"}}],
-// passed to the template as given; tool_choice auto/none.
-json chat_tools(const json& body, bool& parse_tools) {
+// passed to the template as given; tool_choice "auto", "none", "required", or
+// {"type": "function", "function": {"name": ...}} (into `constraint`).
+json chat_tools(const json& body, bool& parse_tools, OutputConstraint& constraint) {
   json tools = json::array();
   if (const json* t = field(body, "tools")) {
     if (!t->is_array()) throw ApiError(400, "'tools' must be an array", "tools");
@@ -154,14 +152,25 @@ json chat_tools(const json& body, bool& parse_tools) {
       tools.push_back(tool);
     }
   }
-  std::string choice = "auto";
+  constraint.tool_choice = ToolChoice::auto_;
   if (const json* c = field(body, "tool_choice")) {
-    if (!c->is_string() || (c->get<std::string>() != "auto" && c->get<std::string>() != "none"))
-      throw ApiError(400, "tool_choice must be 'auto' or 'none': forcing a call needs constrained decoding, "
-                          "which is not supported yet", "tool_choice");
-    choice = c->get<std::string>();
+    const std::string choice = c->is_string() ? c->get<std::string>() : "";
+    if (choice == "none") {
+      constraint.tool_choice = ToolChoice::none;
+    } else if (choice == "required") {
+      constraint.tool_choice = ToolChoice::required;
+    } else if (c->is_object() && field(*c, "function") && (*c)["function"].is_object() &&
+               string_field((*c)["function"], "name", "tool_choice.function.name")) {
+      constraint.tool_choice = ToolChoice::named;
+      constraint.tool_name = (*c)["function"]["name"].get<std::string>();
+    } else if (choice != "auto") {
+      throw ApiError(400, "tool_choice must be 'auto', 'none', 'required' or {\"type\": \"function\", \"function\": "
+                          "{\"name\": ...}}", "tool_choice");
+    }
+    if (constraint.tool_choice != ToolChoice::auto_ && constraint.tool_choice != ToolChoice::none && tools.empty())
+      throw ApiError(400, "tool_choice forces a call but 'tools' is empty", "tool_choice");
   }
-  if (choice == "none") tools = json::array();
+  if (constraint.tool_choice == ToolChoice::none) tools = json::array();
   parse_tools = !tools.empty();
   return tools;
 }
@@ -338,10 +347,17 @@ HttpResponse openai_chat_completions(const ServedModel& model, const json& body)
   const bool stream = bool_field(body, "stream").value_or(false);
   const bool usage_chunk = include_usage(body);
   const std::vector<llm::ChatMessage> messages = chat_messages(body);
-  const json tools = chat_tools(body, job.parse_tools);
-  const llm::ChatPrompt prompt = chat_prompt(model, messages, tools, enable_thinking(body));
+  OutputConstraint constraint;
+  const json tools = chat_tools(body, job.parse_tools, constraint);
+  const std::optional<bool> thinking = enable_thinking(body);
+  const llm::ChatPrompt prompt = chat_prompt(model, messages, tools, thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
+  constraint.response_format = field(body, "response_format");
+  constraint.allow_thinking = thinking != false;
+  constraint.tools = &tools;
+  constraint.in_thinking = prompt.ends_in_thinking;
+  job.options.grammar = output_grammar(constraint);
   RunningJob running = start_job(*model.engine, std::move(job));
 
   const std::string id = random_id("chatcmpl-");
@@ -465,6 +481,7 @@ HttpResponse openai_completions(const ServedModel& model, const json& body) {
     throw ApiError(400, "'prompt' must be a string, an array of one string, or an array of token ids", "prompt");
   }
   if (job.prompt.empty()) throw ApiError(400, "'prompt' is empty", "prompt");
+  job.options.grammar = output_grammar({.response_format = field(body, "response_format"), .allow_thinking = false});
   RunningJob running = start_job(*model.engine, std::move(job));
 
   const std::string id = random_id("cmpl-");
@@ -516,9 +533,14 @@ HttpResponse openai_completions(const ServedModel& model, const json& body) {
 
 HttpResponse openai_responses(const ServedModel& model, const json& body) {
   check_model_name(model, body);
-  for (const char* name : {"tools", "previous_response_id", "text"})
+  for (const char* name : {"tools", "previous_response_id"})
     if (const json* f = field(body, name); f && !(f->is_array() && f->empty()))
       throw ApiError(400, std::string("'") + name + "' is not supported by this server's /v1/responses", name);
+  const json* text_format = nullptr;  // text.format: {"type": "text" | "json_object" | "json_schema", ...}
+  if (const json* text = field(body, "text")) {
+    if (!text->is_object()) throw ApiError(400, "'text' must be an object", "text");
+    text_format = field(*text, "format");
+  }
   Job job;
   parse_max_tokens(body, job.options);
   parse_sampling(body, job.options);
@@ -550,6 +572,10 @@ HttpResponse openai_responses(const ServedModel& model, const json& body) {
   const llm::ChatPrompt prompt = chat_prompt(model, messages, json::array(), thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
+  job.options.grammar = output_grammar({.response_format = text_format,
+                                        .format_path = "text.format",
+                                        .in_thinking = prompt.ends_in_thinking,
+                                        .allow_thinking = thinking != false});
   RunningJob running = start_job(*model.engine, std::move(job));
 
   const std::string id = random_id("resp_"), message_id = random_id("msg_");

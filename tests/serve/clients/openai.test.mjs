@@ -171,6 +171,35 @@ test("responses: text input, and streaming events", async () => {
   assert.ok(text.length > 0);
 });
 
+test("a json_schema response format gives JSON the schema accepts (parsed by the client)", async () => {
+  const schema = { type: "object", properties: { ok: { type: "boolean" }, tag: { enum: ["x", "y"] } },
+                   required: ["ok", "tag"], additionalProperties: false };
+  const r = await client.chat.completions.parse({
+    model, messages: [{ role: "user", content: "Answer:" }], max_tokens: 100, seed: 7, ...noThinking,
+    response_format: { type: "json_schema", json_schema: { name: "answer", strict: true, schema } },
+  });
+  const doc = r.choices[0].message.parsed;
+  assert.equal(typeof doc.ok, "boolean");
+  assert.ok(doc.tag === "x" || doc.tag === "y");
+  assert.deepEqual(Object.keys(doc).sort(), ["ok", "tag"]);
+});
+
+test("tool_choice required makes the answer a call, named picks the tool", async () => {
+  const lookup = { type: "function", function: { name: "lookup", parameters: {
+    type: "object", properties: { q: { enum: ["alpha", "beta"] } }, required: ["q"], additionalProperties: false } } };
+  const required = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "weather?" }], tools: [...tools, lookup], tool_choice: "required",
+    ...noThinking });
+  assert.equal(required.choices[0].finish_reason, "tool_calls");
+  assert.equal(required.choices[0].message.tool_calls[0].function.name, "get_weather");
+  const named = await client.chat.completions.create({
+    model, messages: [{ role: "user", content: "weather?" }], tools: [...tools, lookup], max_tokens: 120, seed: 3,
+    tool_choice: { type: "function", function: { name: "lookup" } }, ...noThinking });
+  const call = named.choices[0].message.tool_calls[0].function;
+  assert.equal(call.name, "lookup");
+  assert.ok(["alpha", "beta"].includes(JSON.parse(call.arguments).q));
+});
+
 test("bad requests are errors naming the field", async () => {
   await assert.rejects(
     client.chat.completions.create({ model, messages: [{ role: "user", content: "Hi" }], temperature: "hot" }),

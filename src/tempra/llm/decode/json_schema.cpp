@@ -356,16 +356,13 @@ object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws
 array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
 )";
 
+// One schema's rules, added to a shared rule table (names are made unique there).
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(Json root) : root_(std::move(root)) {}
+  SchemaCompiler(Json root, std::map<std::string, std::string>& rules) : root_(std::move(root)), rules_(rules) {}
 
-  std::string compile() {
-    const std::string body = visit(root_, "", "root-value");
-    std::string out = "root ::= ws " + body + " ws\n";
-    for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
-    return out + kPrimitives;
-  }
+  // The expression matching the documents the schema accepts.
+  std::string compile(const std::string& hint) { return visit(root_, "", hint); }
 
  private:
   template <class... Parts>
@@ -670,21 +667,44 @@ class SchemaCompiler {
   }
 
   Json root_;
-  std::map<std::string, std::string> rules_;
+  std::map<std::string, std::string>& rules_;
   std::map<std::string, std::string> refs_;
 };
 
 }  // namespace
 
-std::string json_schema_to_gbnf(std::string_view schema_json) {
+std::string JsonGrammarBuilder::add_schema(std::string_view schema_json, std::string_view hint) {
   Json schema;
   try {
     schema = Json::parse(schema_json);
   } catch (const Json::exception& e) {
     fail("json-schema", "not valid JSON: ", e.what());
   }
-  return SchemaCompiler(std::move(schema)).compile();
+  return SchemaCompiler(std::move(schema), rules_).compile(std::string(hint));
 }
+
+std::string JsonGrammarBuilder::add_rule(std::string_view hint, std::string body) {
+  std::string name(hint);
+  for (int i = 2; rules_.count(name); ++i) name = std::string(hint) + "-" + std::to_string(i);
+  rules_[name] = std::move(body);
+  return name;
+}
+
+void JsonGrammarBuilder::set_rule(const std::string& name, std::string body) { rules_[name] = std::move(body); }
+
+std::string JsonGrammarBuilder::gbnf(std::string_view root_body) const {
+  std::string out = "root ::= " + std::string(root_body) + "\n";
+  for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
+  return out + kPrimitives;
+}
+
+std::string json_schema_to_gbnf(std::string_view schema_json) {
+  JsonGrammarBuilder builder;
+  const std::string value = builder.add_schema(schema_json, "root-value");
+  return builder.gbnf("ws " + value + " ws");
+}
+
+std::string gbnf_literal(std::string_view utf8) { return literal(utf8); }
 
 std::string json_object_gbnf() { return std::string("root ::= ws object ws\n") + kPrimitives; }
 

@@ -24,10 +24,29 @@
 // are refused by name.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 
 namespace tempra::llm {
+
+// Several schemas and hand-written rules in one grammar (the server's tool calls): add_schema
+// returns an expression matching the JSON the schema accepts, add_rule names a rule of its own,
+// and gbnf writes `root ::= root_body`, every rule, and the shared primitives (ws, string,
+// number, integer, boolean, null, value, object, array, char), which bodies may refer to.
+class JsonGrammarBuilder {
+ public:
+  std::string add_schema(std::string_view schema_json, std::string_view hint);  // throws tempra::Error
+  std::string add_rule(std::string_view hint, std::string body);                // returns the rule's name
+  void set_rule(const std::string& name, std::string body);  // exactly this name (replaces)
+  std::string gbnf(std::string_view root_body) const;
+
+ private:
+  std::map<std::string, std::string> rules_;
+};
+
+// `utf8` as a GBNF literal ("..." with escapes).
+std::string gbnf_literal(std::string_view utf8);
 
 // The schema's text (JSON) to a GBNF grammar with a `root` rule. Throws tempra::Error.
 std::string json_schema_to_gbnf(std::string_view schema_json);
