@@ -115,6 +115,15 @@ std::vector<cli::Option> sampling_option_rows() {
        .help = "constrain the output to JSON this JSON Schema accepts ('{}': any JSON)",
        .metavar = "SCHEMA"},
       {.spellings = {"--json-schema-file"}, .kind = Kind::String, .help = "the JSON Schema in file F", .metavar = "F"},
+      {.spellings = {"--spec"},
+       .kind = Kind::Flag,
+       .help = "speculative decoding from the context (the default): drafts verified when the gate finds it pays"},
+      {.spellings = {"--no-spec"}, .kind = Kind::Flag, .help = "no speculative decoding"},
+      {.spellings = {"--draft-max"},
+       .kind = Kind::Int,
+       .help = "tokens per speculative draft, 1 ... 31",
+       .default_value = "16",
+       .metavar = "K"},
       {.spellings = {"--regex"},
        .kind = Kind::String,
        .help = "constrain the output to text this regular expression matches whole",
@@ -123,14 +132,6 @@ std::vector<cli::Option> sampling_option_rows() {
 }
 
 namespace {
-
-std::string read_text_file(const std::string& path, const std::string& option) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw cli::UsageError(option + ": cannot read '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The grammar the flags ask for (at most one of them), or null.
 std::shared_ptr<const llm::Grammar> grammar_option(const cli::Args& args) {
@@ -143,9 +144,9 @@ std::shared_ptr<const llm::Grammar> grammar_option(const cli::Args& args) {
   const std::string& value = args.string(flag);
   std::string gbnf;
   if (flag == "--grammar") gbnf = value;
-  if (flag == "--grammar-file") gbnf = read_text_file(value, flag);
+  if (flag == "--grammar-file") gbnf = read_file(value);
   if (flag == "--json-schema") gbnf = llm::json_schema_to_gbnf(value);
-  if (flag == "--json-schema-file") gbnf = llm::json_schema_to_gbnf(read_text_file(value, flag));
+  if (flag == "--json-schema-file") gbnf = llm::json_schema_to_gbnf(read_file(value));
   if (flag == "--regex") gbnf = llm::regex_to_gbnf(value);
   return std::make_shared<const llm::Grammar>(llm::parse_grammar(gbnf));
 }
@@ -233,6 +234,11 @@ llm::GenerateOptions generate_options(const cli::Args& args) {
   o.stop = args.strings("--stop");
   o.batch = args.integer("--batch-size");
   o.grammar = grammar_option(args);
+  if (args.given("--spec") && args.given("--no-spec")) throw cli::UsageError("--spec and --no-spec contradict");
+  o.speculative.enabled = !args.given("--no-spec");
+  const int64_t draft_max = args.integer("--draft-max");
+  if (draft_max < 1 || draft_max > 31) throw cli::UsageError("--draft-max must be 1 ... 31, got " + std::to_string(draft_max));
+  o.speculative.draft_max = int(draft_max);
   llm::SamplerParams& s = o.sampling;
   s.temperature = static_cast<float>(args.number("--temp"));
   const int64_t top_k = args.integer("--top-k");
@@ -316,7 +322,14 @@ void print_timings(std::ostream& out, const llm::GenerationTimings& t) {
   };
   line("prompt eval time", t.prompt_ms, t.prompt_tokens);
   line("       eval time", t.eval_ms, t.eval_tokens);
-  char buf[120];
+  char buf[200];
+  if (t.verify_passes > 0) {  // llama-server's draft_n / draft_n_accepted, and the rate
+    std::snprintf(buf, sizeof buf, "     speculative = %5lld drafted, %5lld accepted (%.1f%%) in %lld verify passes\n",
+                  static_cast<long long>(t.draft_tokens), static_cast<long long>(t.draft_accepted),
+                  t.draft_tokens > 0 ? 100.0 * double(t.draft_accepted) / double(t.draft_tokens) : 0.0,
+                  static_cast<long long>(t.verify_passes));
+    out << buf;
+  }
   std::snprintf(buf, sizeof buf, "      total time = %10.2f ms / %5lld tokens\n", t.total_ms,
                 static_cast<long long>(t.prompt_tokens + t.eval_tokens));
   out << buf << std::flush;

@@ -113,6 +113,46 @@ TEST(Scheduler, eight_requests_together_get_each_the_tokens_of_a_lone_generator)
   }
 }
 
+// Speculation forced on every draft, with prompts that repeat themselves: every request still
+// gets the lone generator's tokens (without speculation), and drafts were verified and kept.
+TEST(Scheduler, speculative_drafts_in_a_batch_change_no_token) {
+  for (const char* type : {"", "Q8_0"}) {
+    SCOPED_TRACE(type);
+    const Loaded m = load(type);
+    ExecContext ctx({.threads = 2});
+    constexpr int kRequests = 4;
+    Scheduler scheduler(ctx, *m.model, m.tokenizer, {.slots = kRequests, .context = 128, .batch = 64, .chunk = 16});
+    std::vector<Outcome> outs(kRequests);
+    auto repeated = [](int s) {
+      std::vector<int32_t> ids = prompt(s, 8), once = ids;
+      for (int r = 0; r < 3; ++r) ids.insert(ids.end(), once.begin(), once.end());
+      return ids;
+    };
+    for (int s = 0; s < kRequests; ++s) {
+      GenerateOptions o = options_for(s);
+      o.max_new_tokens = 30;
+      o.speculative = {.enabled = true, .draft_max = 6, .always = true};
+      ASSERT_TRUE(scheduler.submit(request(repeated(s), o, outs[size_t(s)])));
+    }
+    scheduler.run_until_idle();
+    int64_t drafted = 0;
+    for (int s = 0; s < kRequests; ++s) {
+      Session session(ctx, *m.model, {.context = 128});
+      Generator alone(ctx, *m.model, m.tokenizer, session);
+      GenerateOptions o = options_for(s);
+      o.max_new_tokens = 30;
+      o.speculative.enabled = false;
+      const GenerationResult want = alone.generate(repeated(s), o);
+      EXPECT_EQ(outs[size_t(s)].result.ids, want.ids) << "request " << s;
+      EXPECT_EQ(outs[size_t(s)].streamed, want.text) << "request " << s;
+      const GenerationTimings& t = outs[size_t(s)].result.timings;
+      EXPECT_EQ(t.eval_tokens, int64_t(want.ids.size()) - 1);
+      drafted += t.draft_tokens;
+    }
+    EXPECT_GT(drafted, 0);
+  }
+}
+
 TEST(Scheduler, more_requests_than_slots_wait_their_turn_and_get_the_same_tokens) {
   const Loaded m = load();
   ExecContext ctx({.threads = 2});
@@ -216,6 +256,7 @@ TEST(Scheduler, cancel_ends_a_running_and_a_queued_request_and_frees_the_slot) {
   Scheduler scheduler(ctx, *m.model, m.tokenizer, {.slots = 1, .context = 128, .batch = 32, .chunk = 16});
   GenerateOptions endless = options_for(0);
   endless.max_new_tokens = 100;
+  endless.speculative.enabled = false;  // one token per step, so four steps make four tokens
   Outcome running, queued, after;
   const auto a = scheduler.submit(request(prompt(5, 6), endless, running));
   const auto b = scheduler.submit(request(prompt(6, 6), endless, queued));

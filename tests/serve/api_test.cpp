@@ -252,10 +252,11 @@ TEST(ServeApi, a_named_tool_choice_forces_that_tool_with_schema_valid_arguments)
     }
   }
   // Anthropic's spelling: {"type": "tool", "name": ...}.
-  const json a = body_of(s.call("POST", "/v1/messages", R"({"max_tokens": 120, "messages": [{"role": "user",
+  const json a = body_of(s.call("POST", "/v1/messages", R"({"max_tokens": 200, "seed": 1, "messages": [{"role": "user",
     "content": "weather?"}], "tool_choice": {"type": "tool", "name": "lookup"}, "tools": [
     {"name": "get_weather", "input_schema": {"type": "object"}},
-    {"name": "lookup", "input_schema": {"type": "object", "properties": {"q": {"const": "gamma"}}, "required": ["q"]}}]})"));
+    {"name": "lookup", "input_schema": {"type": "object", "properties": {"q": {"const": "gamma"}}, "required": ["q"],
+                                        "additionalProperties": false}}]})"));
   ASSERT_EQ(a["stop_reason"], "tool_use") << a.dump();
   const json& use = a["content"].back();
   EXPECT_EQ(use["name"], "lookup");
@@ -284,7 +285,7 @@ TEST(ServeApi, response_formats_constrain_chat_completions_and_responses) {
     if (any["choices"][0]["finish_reason"] == "stop")
       EXPECT_TRUE(json::parse(any["choices"][0]["text"].get<std::string>()).is_object()) << any.dump();
   }
-  const json resp = body_of(s.call("POST", "/v1/responses", std::string(R"({"input": "Answer:", "max_output_tokens": 100,
+  const json resp = body_of(s.call("POST", "/v1/responses", std::string(R"({"input": "Answer:", "max_output_tokens": 100, "seed": 1,
     "reasoning": {"effort": "none"}, "text": {"format": {"type": "json_schema", "name": "r", "schema": )") + schema + "}}}"));
   const json doc = json::parse(resp["output"][0]["content"][0]["text"].get<std::string>());
   EXPECT_TRUE(doc["ok"].is_boolean()) << resp.dump();

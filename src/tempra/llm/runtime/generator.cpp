@@ -200,6 +200,32 @@ void Generator::reset() {
   tokens_.clear();
 }
 
+// The draft to verify after `previous` (into `draft`; returns how many of its tokens, 0: decode
+// plainly): the drafter's continuation, no longer than the output and the cache have room for,
+// cut at the first token the grammar would refuse, then as much of it as the gate finds worth it.
+int Generator::draft_after(int32_t previous, const GenerateOptions& options, Sampler& sampler, int64_t capacity,
+                           int64_t emitted, std::vector<int32_t>& draft) {
+  drafter_.truncate(tokens_.size());
+  drafter_.append(std::span<const int32_t>(tokens_).subspan(drafter_.tokens().size()));
+  drafter_.append(previous);
+  int64_t room = std::min<int64_t>(options.speculative.draft_max, capacity - int64_t(tokens_.size()) - 1);
+  if (options.max_new_tokens >= 0)
+    room = std::min<int64_t>(room, options.max_new_tokens - emitted - 1);
+  if (room <= 0) return 0;
+  ContextDrafter::Draft d = drafter_.draft(int(room));
+  draft = std::move(d.tokens);
+  draft_match_ = d.match_length;
+  if (draft.empty()) return 0;
+  if (GrammarMatcher* grammar = sampler.grammar()) {
+    const GrammarMatcher::Position start = grammar->position();  // already past `previous`
+    size_t ok = 0;
+    while (ok < draft.size() && grammar->accept(draft[ok])) ++ok;
+    grammar->restore(start);
+    draft.resize(ok);
+  }
+  return options.speculative.always ? int(draft.size()) : gate_.choose(int(draft.size()), draft_match_);
+}
+
 Sampler make_sampler(const GenerateOptions& options, const std::shared_ptr<const GrammarVocab>& vocab) {
   Sampler sampler(options.sampling);
   if (options.grammar) sampler.constrain(std::make_unique<GrammarMatcher>(options.grammar, vocab));
@@ -255,6 +281,11 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   result.timings.prompt_tokens = n - keep;
   result.timings.prompt_ms = ms_since(prefill_start);
 
+  const SpeculativeOptions& spec = options.speculative;
+  check(!spec.enabled || (spec.draft_max >= 1 && spec.draft_max < SpeculationGate::kMaxRows), kOp,
+        "draft_max must be 1 ... ", SpeculationGate::kMaxRows - 1, ", got ", spec.draft_max);
+  drafter_.truncate(size_t(keep));
+  std::vector<int32_t> draft;
   for (;;) {
     if (options.max_new_tokens >= 0 && int64_t(result.ids.size()) >= options.max_new_tokens) {
       out.finish(StopReason::max_tokens);
@@ -266,9 +297,46 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
         break;
       }
       const int32_t previous = result.ids.back();
+      const int k =
+          spec.enabled ? draft_after(previous, options, sampler, capacity, int64_t(result.ids.size()), draft) : 0;
+      if (k > 0) {
+        // One pass over [previous, draft...]; each row's token drawn as a decode step would draw it.
+        std::vector<int32_t> rows{previous};
+        rows.insert(rows.end(), draft.begin(), draft.begin() + k);
+        const auto step_start = std::chrono::steady_clock::now();
+        const ForwardBuffers& verified = session_->verify(*ctx_, rows);
+        const double ms = ms_since(step_start);
+        tokens_.push_back(previous);
+        int accepted = 0;
+        bool ended = false;
+        for (int j = 0; j <= k; ++j) {
+          const int32_t id = sampler.sample(verified.logits_row(j), tokens_);
+          if (out.push(id)) {
+            ended = true;
+            break;
+          }
+          if (j == k || id != draft[size_t(j)]) break;
+          tokens_.push_back(id);
+          ++accepted;
+        }
+        session_->truncate(int64_t(tokens_.size()));  // the rejected rest of the draft leaves the cache
+        gate_.record_verify(k, accepted, draft_match_, ms);
+        result.timings.eval_ms += ms;
+        result.timings.eval_tokens += 1 + accepted;
+        result.timings.draft_tokens += k;
+        result.timings.draft_accepted += accepted;
+        ++result.timings.verify_passes;
+        if (ended) {
+          out.finish(result.reason);
+          break;
+        }
+        continue;
+      }
       const auto step_start = std::chrono::steady_clock::now();
       logits = session_->decode(*ctx_, previous);
-      result.timings.eval_ms += ms_since(step_start);
+      const double ms = ms_since(step_start);
+      gate_.record_decode(ms);
+      result.timings.eval_ms += ms;
       ++result.timings.eval_tokens;
       tokens_.push_back(previous);
     }

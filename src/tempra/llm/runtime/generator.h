@@ -43,6 +43,7 @@
 
 #include "tempra/core/array.h"
 #include "tempra/llm/model/model.h"
+#include "tempra/llm/decode/draft.h"
 #include "tempra/llm/decode/grammar_matcher.h"
 #include "tempra/llm/decode/sampler.h"
 #include "tempra/llm/runtime/session.h"
@@ -110,6 +111,19 @@ class ThinkSplitter {
   std::string held_;  // a suffix that may be the start of the next tag
 };
 
+// Speculative decoding without a draft model (decode/draft.h): drafts continue the longest
+// recent match of the context's end, a verify pass checks them in one forward, and the gate
+// verifies only when its measurements say it pays. Lossless: every token is the one the sampler
+// draws from that position's logits with that step's random number, exactly as without
+// speculation (a verify pass of at most 32 rows takes a decode step's kernels, so its logits are
+// bit for bit a decode step's); a draft token is kept only when it equals that token. So greedy
+// and seeded sampling give the same tokens with or without it.
+struct SpeculativeOptions {
+  bool enabled = true;
+  int draft_max = 16;   // tokens per draft, 1 ... 31
+  bool always = false;  // verify every draft, whatever the gate says (tests, benchmarks)
+};
+
 struct GenerateOptions {
   SamplerParams sampling = {};
   int64_t max_new_tokens = -1;         // < 0: until end of generation or a full context
@@ -119,6 +133,7 @@ struct GenerateOptions {
   // Constrained output (decode/grammar.h): every token is one the grammar allows, and the end of
   // generation comes only where the grammar may end. Null: unconstrained.
   std::shared_ptr<const Grammar> grammar = nullptr;
+  SpeculativeOptions speculative = {};
 };
 
 // A sampler for `options` (its chain, and the grammar's matcher over `vocab` when constrained).
@@ -140,8 +155,11 @@ std::string_view to_string(StopReason reason);
 struct GenerationTimings {
   int64_t prompt_tokens = 0;  // evaluated in the prefill (not the reused prefix)
   double prompt_ms = 0;
-  int64_t eval_tokens = 0;  // decode steps (forward passes of one token)
+  int64_t eval_tokens = 0;  // generated tokens that entered the cache (by decode steps or verify passes)
   double eval_ms = 0;
+  int64_t draft_tokens = 0;     // drafted tokens verified
+  int64_t draft_accepted = 0;   // of those, the ones kept
+  int64_t verify_passes = 0;
   double total_ms = 0;  // the whole generate() call, sampling included
 };
 
@@ -210,6 +228,12 @@ class Generator {
   std::vector<int32_t> eog_;  // sorted
   uint64_t sampler_step_ = 0;
   std::shared_ptr<const GrammarVocab> grammar_vocab_;  // built at the first constrained request
+  int draft_after(int32_t previous, const GenerateOptions& options, Sampler& sampler, int64_t capacity,
+                  int64_t emitted, std::vector<int32_t>& draft);
+
+  ContextDrafter drafter_;  // tokens_ and the token being decoded
+  int draft_match_ = 0;     // the match length of the last draft
+  SpeculationGate gate_;    // learns across generate() calls
 };
 
 }  // namespace tempra::llm

@@ -52,6 +52,9 @@ struct Scheduler::Slot {
   uint64_t last_used = 0;
   std::unique_ptr<Running> running;
   int32_t pending = -1;  // the last sampled token, fed to the next step's decode row
+  ContextDrafter drafter;             // tokens and pending, for speculative drafts
+  std::vector<int32_t> verify_rows;   // this step's rows: pending, then the draft it verifies
+  int draft_match = 0;
 };
 
 Scheduler::Scheduler(ExecContext& ctx, const Model& model, const Tokenizer& tokenizer, const SchedulerOptions& options)
@@ -68,7 +71,9 @@ Scheduler::Scheduler(ExecContext& ctx, const Model& model, const Tokenizer& toke
   for (int i = 0; i < options.slots; ++i)
     slots_.push_back(std::make_unique<Slot>(model.make_cache(ctx, options.context, options.cache_type)));
   options_.context = slots_.front()->cache.capacity();
-  buffers_ = model.make_buffers(ctx, options.batch, options.slots, options_.context);
+  // Logit rows: one per slot, and up to SpeculationGate::kMaxRows for the rows of verify passes.
+  logit_rows_ = std::min<int64_t>(options.batch, options.slots + SpeculationGate::kMaxRows);
+  buffers_ = model.make_buffers(ctx, options.batch, logit_rows_, options_.context);
 }
 
 Scheduler::~Scheduler() = default;
@@ -203,6 +208,36 @@ void Scheduler::accept(Slot& slot, std::span<const float> logits) {
   }
 }
 
+// The draft `slot` verifies this step (into slot.verify_rows after its pending token; returns
+// its length): its drafter's continuation, within the request's room, cut where its grammar
+// would refuse, as much as the gate finds worth it beside the step's other rows.
+int Scheduler::plan_draft(Slot& slot, int rows_before, double tokens_before, int max_rows) {
+  Running& r = *slot.running;
+  const SpeculativeOptions& spec = r.request.options.speculative;
+  if (!spec.enabled) return 0;
+  slot.drafter.truncate(slot.tokens.size());
+  slot.drafter.append(std::span<const int32_t>(slot.tokens).subspan(slot.drafter.tokens().size()));
+  slot.drafter.append(slot.pending);
+  int64_t room = std::min<int64_t>(spec.draft_max, options_.context - int64_t(slot.tokens.size()) - 1);
+  if (r.request.options.max_new_tokens >= 0)
+    room = std::min<int64_t>(room, r.request.options.max_new_tokens - int64_t(r.out.result().ids.size()) - 1);
+  if (room <= 0) return 0;
+  ContextDrafter::Draft d = slot.drafter.draft(int(room));
+  if (d.tokens.empty()) return 0;
+  if (GrammarMatcher* grammar = r.sampler.grammar()) {
+    const GrammarMatcher::Position start = grammar->position();  // already past `pending`
+    size_t ok = 0;
+    while (ok < d.tokens.size() && grammar->accept(d.tokens[ok])) ++ok;
+    grammar->restore(start);
+    d.tokens.resize(ok);
+  }
+  const int available = std::min({int(d.tokens.size()), SpeculationGate::kMaxRows - 1, max_rows});
+  const int k = spec.always ? available : gate_.choose(available, d.match_length, rows_before, tokens_before);
+  slot.draft_match = d.match_length;
+  slot.verify_rows.insert(slot.verify_rows.end(), d.tokens.begin(), d.tokens.begin() + k);
+  return k;
+}
+
 bool Scheduler::step() {
   // Cancellations first: a queued request ends without running, a running one at this step.
   std::vector<RequestId> cancelled;
@@ -233,15 +268,29 @@ bool Scheduler::step() {
   std::vector<SequenceRows> rows;
   std::vector<Part> parts;
   int64_t budget = options_.batch;
-  for (auto& s : slots_)
-    if (s->running && s->running->generating() && s->pending >= 0) {
-      rows.push_back({&s->cache, std::span<const int32_t>(&s->pending, 1), 1});
-      parts.push_back({s.get(), 0});
-      --budget;
-    }
-  std::vector<Slot*> prefilling;
-  for (auto& s : slots_)
+  std::vector<Slot*> decoding, prefilling;
+  for (auto& s : slots_) {
+    if (s->running && s->running->generating() && s->pending >= 0) decoding.push_back(s.get());
     if (s->running && !s->running->generating()) prefilling.push_back(s.get());
+  }
+  // Speculation only in decode-only steps: a prompt chunk keeps its room, and the gate's timings
+  // are of steps like the one it plans.
+  const bool speculate = prefilling.empty();
+  int rows_before = int(decoding.size()) - 1;  // the other slots' decode rows, and their drafts
+  double tokens_before = double(decoding.size()) - 1;
+  // Every row of a decode-only step has logits: drafts fit in what the batch and the logit
+  // buffer leave beside one row per slot.
+  int64_t draft_room = std::min(options_.batch, logit_rows_) - int64_t(decoding.size());
+  for (Slot* s : decoding) {
+    s->verify_rows.assign(1, s->pending);
+    const int k = speculate && draft_room > 0 ? plan_draft(*s, rows_before, tokens_before, int(draft_room)) : 0;
+    draft_room -= k;
+    rows.push_back({&s->cache, std::span<const int32_t>(s->verify_rows), 1 + k});
+    parts.push_back({s, 0});
+    budget -= 1 + k;
+    rows_before += k;
+    if (k > 0) tokens_before += gate_.expected_tokens(k, s->draft_match) - 1;
+  }
   std::sort(prefilling.begin(), prefilling.end(),
             [](const Slot* a, const Slot* b) { return a->running->admitted < b->running->admitted; });
   for (Slot* s : prefilling) {
@@ -260,18 +309,37 @@ bool Scheduler::step() {
   const auto start = std::chrono::steady_clock::now();
   model_->forward(*ctx_, rows, *buffers_);
   const double ms = ms_since(start);
-  int64_t prompt_tokens = 0;
+  if (speculate) gate_.record_step(int(std::min<int64_t>(options_.batch - budget, SpeculationGate::kMaxRows)), ms);
+  int64_t prompt_tokens = 0, generated = 0;
   int64_t logit_row = 0;
   for (const Part& p : parts) {
     Slot& s = *p.slot;
     Running& r = *s.running;
     GenerationTimings& t = r.out.result().timings;
-    if (p.count == 0) {  // a decode step
-      s.tokens.push_back(s.pending);
-      s.pending = -1;
-      t.eval_ms += ms;
-      ++t.eval_tokens;
-      accept(s, buffers_->logits_row(logit_row++));
+    if (p.count == 0) {  // a decode step, or a verify pass of pending and a draft
+      const int k = int(s.verify_rows.size()) - 1;
+      if (k > 0) {
+        t.draft_tokens += k;
+        ++t.verify_passes;
+      }
+      int accepted = 0;
+      for (int j = 0; j <= k; ++j) {
+        s.tokens.push_back(s.pending);  // row j's input enters the cache for good
+        s.pending = -1;
+        GenerationTimings& timings = s.running->out.result().timings;
+        timings.eval_ms += j == 0 ? ms : 0.0;
+        ++timings.eval_tokens;
+        if (j > 0) ++timings.draft_accepted;
+        accept(s, buffers_->logits_row(logit_row + j));
+        if (!s.running || j == k || s.pending != s.verify_rows[size_t(j) + 1]) break;
+        ++accepted;
+      }
+      logit_row += 1 + k;
+      if (k > 0) {
+        s.cache.truncate(int64_t(s.tokens.size()));  // the rejected rest of the draft
+        gate_.record_acceptance(k, accepted, s.draft_match);
+      }
+      generated += 1 + accepted;
       continue;
     }
     const auto chunk = std::span(r.request.prompt).subspan(size_t(r.prefilled), size_t(p.count));
@@ -291,7 +359,7 @@ bool Scheduler::step() {
       stats_.prompt_ms += ms;
     } else {
       stats_.decode_ms += ms;
-      stats_.decode_only_tokens += int64_t(parts.size());
+      stats_.decode_only_tokens += generated;
     }
     stats_.prompt_tokens += prompt_tokens;
     ++stats_.steps;

@@ -28,6 +28,11 @@
 // - cancel(id) (any thread) stops a queued or running request at the next step: on_done gets
 //   StopReason::cancelled. Unknown or finished ids are ignored.
 //
+// - Speculative decoding (generator.h's SpeculativeOptions, per request): in a step without
+//   prompt chunks, a slot's decode row may carry a draft (decode/draft.h), verified in the same
+//   pass; the gate weighs each draft against the step's other rows. The tokens are those without
+//   speculation, as in the generator.
+//
 // Parity: the slot choice and the reuse rule are llama-server's (tools/server: slots, the
 // longest-common-prefix match, LRU); its `n_batch`/`n_ubatch` split is `batch` here, and
 // `chunk` bounds one prompt's share of a step as llama-server's chunked prefill does.
@@ -104,6 +109,7 @@ class Scheduler {
   struct Slot;
 
   void admit();
+  int plan_draft(Slot& slot, int rows_before, double tokens_before, int max_rows);
   void accept(Slot& slot, std::span<const float> logits);
   void finish(Slot& slot, StopReason reason);
   void count_busy_slots();  // into stats_.busy_slots
@@ -114,8 +120,10 @@ class Scheduler {
   SchedulerOptions options_;
   std::vector<int32_t> eog_;
   std::shared_ptr<const GrammarVocab> grammar_vocab_;
+  SpeculationGate gate_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<ForwardBuffers> buffers_;
+  int64_t logit_rows_ = 0;  // of buffers_
   uint64_t clock_ = 0;  // admission order and LRU
 
   mutable std::mutex mutex_;  // guards queue_, cancelled_, next_id_, stats_

@@ -54,4 +54,14 @@ std::span<const float> Session::decode(ExecContext& ctx, int32_t token) {
   return step_->logits_row(0);
 }
 
+const ForwardBuffers& Session::verify(ExecContext& ctx, std::span<const int32_t> tokens) {
+  constexpr int64_t kRows = 32;
+  const auto n = int64_t(tokens.size());
+  check(n >= 1 && n <= kRows, "Session", "a verify pass takes 1 to ", kRows, " tokens, got ", n);
+  if (!verify_) verify_ = model_->make_buffers(ctx, kRows, kRows, cache_.capacity());
+  const SequenceRows rows{&cache_, tokens, n};
+  model_->forward(ctx, std::span<const SequenceRows>(&rows, 1), *verify_);
+  return *verify_;
+}
+
 }  // namespace tempra::llm

@@ -41,6 +41,11 @@ class Session {
   // One decode step: appends `token` and returns its logits (n_vocab floats owned by the
   // session, valid until its next call). Allocates nothing.
   std::span<const float> decode(ExecContext& ctx, int32_t token);
+  // A speculative verify pass: appends `tokens` (1 ... 32: the kernels a decode step takes, so
+  // each row's logits are bit for bit those of decoding the tokens one by one) and returns the
+  // buffers whose logits_row(i) follows tokens[i], valid until the next call. Its buffers are
+  // allocated at the first call.
+  const ForwardBuffers& verify(ExecContext& ctx, std::span<const int32_t> tokens);
   void truncate(int64_t n) { cache_.truncate(n); }
   int64_t size() const { return cache_.size(); }
   const KvCache& cache() const { return cache_; }
@@ -51,6 +56,7 @@ class Session {
   int64_t batch_;
   KvCache cache_;
   std::unique_ptr<ForwardBuffers> step_;  // one token's buffers, reused by every decode step
+  std::unique_ptr<ForwardBuffers> verify_;  // 32 rows with logits, for verify()
 };
 
 }  // namespace tempra::llm
