@@ -101,8 +101,8 @@ int SpeculationGate::choose(int available, int match_length, int rows_before, do
     }
   }
   if (best > 0) return best;
-  // Declined: probe a short draft now and then, so the acceptance estimate can recover.
-  return (++declined_ % 16 == 0) ? std::min(available, 2) : 0;
+  // Declined: probe a one-token draft now and then, so the acceptance estimate can recover.
+  return (++declined_ % 32 == 0) ? 1 : 0;
 }
 
 void SpeculationGate::record_acceptance(int drafted, int accepted, int match_length) {

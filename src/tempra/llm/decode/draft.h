@@ -17,7 +17,8 @@
 // speculates only when that beats plain decoding. In a batch (the server) the other rows of the
 // step count too: with R rows already expected to give T tokens, k more rows must raise
 // (T + 1 + a + ... + a^k) / t(R + 1 + k) above (T + 1) / t(R + 1). When it declines it still probes
-// now and then (1 step in 16), so it notices when the text turns copy-heavy.
+// now and then (a one-token draft, 1 declined step in 32), so it notices when the text turns
+// copy-heavy; the acceptance estimates start at 0.3.
 #pragma once
 
 #include <array>
@@ -78,7 +79,7 @@ class SpeculationGate {
   double rows_ms(int rows) const;
 
   std::array<double, kMaxRows + 1> ms_{};  // EMA of a forward pass of r rows (0: not measured)
-  std::array<double, 5> accept_ = {0.5, 0.5, 0.5, 0.5, 0.5};  // per-token acceptance, by match length
+  std::array<double, 5> accept_ = {0.3, 0.3, 0.3, 0.3, 0.3};  // per-token acceptance, by match length
   uint64_t declined_ = 0;
 };
 
