@@ -121,7 +121,23 @@ GrammarVocab::GrammarVocab(const std::vector<std::string>& pieces, std::span<con
     nodes_[node].child_count = uint32_t(groups.size());
     nodes_.resize(nodes_.size() + groups.size());
     for (const auto& [a, b] : groups) code_point_.push_back(entries[a].code_points[depth]);
-    for (size_t g = 0; g < groups.size(); ++g) self(self, first + uint32_t(g), groups[g].first, groups[g].second, depth + 1);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const uint32_t child = first + uint32_t(g);
+      self(self, child, groups[g].first, groups[g].second, depth + 1);
+      Node& n = nodes_[node];
+      const Node& c = nodes_[child];
+      const uint32_t cp = code_point_[child];
+      if (cp < 128) {
+        n.below_ascii[cp >> 6] |= uint64_t(1) << (cp & 63);
+      } else {
+        n.below_non_ascii = true;
+      }
+      n.below_ascii[0] |= c.below_ascii[0];
+      n.below_ascii[1] |= c.below_ascii[1];
+      n.below_non_ascii = n.below_non_ascii || c.below_non_ascii;
+    }
+    nodes_[node].subtree_tokens_end = uint32_t(tokens_.size());
+    nodes_[node].subtree_partial_end = uint32_t(partials_.size());
   };
   build(build, 0, 0, entries.size(), 0);
 }
@@ -275,6 +291,37 @@ bool GrammarMatcher::partial_allowed(uint32_t state, PartialUtf8 partial) const 
   return false;
 }
 
+// Whether a class matches every code point past ASCII, or none of them.
+static bool same_beyond_ascii(const CharClass& cc) {
+  if (cc.any) return true;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges = cc.ranges;
+  std::sort(ranges.begin(), ranges.end());
+  bool touches = false;
+  uint32_t covered = 0x80;  // [0x80, covered) is in the ranges
+  for (const auto& [low, high] : ranges) {
+    if (high < 0x80) continue;
+    touches = true;
+    if (low <= covered && high >= covered) covered = high + 1;
+  }
+  return !touches || covered > 0x10FFFF;
+}
+
+// Which characters lead from `state` back to itself. Non-ASCII characters count only when every
+// class on top of a stack treats them all alike (all in, or all out), so one of them stands for all.
+void GrammarMatcher::find_loop(uint32_t state) {
+  std::array<uint64_t, 2> ascii{0, 0};
+  for (uint32_t c = 0; c < 128; ++c)
+    if (step(state, c) == state) ascii[c >> 6] |= uint64_t(1) << (c & 63);
+  bool uniform = true;
+  for (size_t i = 0; i < states_[state].stacks.size(); ++i)
+    if (states_[state].stacks[i] != 0) uniform = uniform && same_beyond_ascii(grammar_->classes[states_[state].top_class[i]]);
+  const bool non_ascii = uniform && step(state, 0x80) == state;
+  State& st = states_[state];
+  st.loop_ascii = ascii;
+  st.loop_non_ascii = non_ascii;
+  st.loop_known = true;
+}
+
 void GrammarMatcher::walk_trie(uint32_t node, uint32_t state, TokenMask& mask) {
   const GrammarVocab& v = *vocab_;
   const GrammarVocab::Node& n = v.nodes_[node];
@@ -282,6 +329,16 @@ void GrammarMatcher::walk_trie(uint32_t node, uint32_t state, TokenMask& mask) {
     const uint32_t next = step(state, v.code_point_[child]);
     if (next == kDead) continue;
     const GrammarVocab::Node& c = v.nodes_[child];
+    if (!states_[next].loop_known) find_loop(next);
+    const State& loop = states_[next];
+    if ((c.below_ascii[0] & ~loop.loop_ascii[0]) == 0 && (c.below_ascii[1] & ~loop.loop_ascii[1]) == 0 &&
+        (!c.below_non_ascii || loop.loop_non_ascii)) {
+      // Every path below stays in `next`: its whole subtree at once.
+      for (uint32_t t = c.tokens_begin; t < c.subtree_tokens_end; ++t) mask.allow(v.tokens_[t]);
+      for (uint32_t p = c.partial_begin; p < c.subtree_partial_end; ++p)
+        if (partial_allowed(next, v.partials_[p].partial)) mask.allow(v.partials_[p].id);
+      continue;
+    }
     for (uint32_t t = c.tokens_begin; t < c.tokens_end; ++t) mask.allow(v.tokens_[t]);
     for (uint32_t p = c.partial_begin; p < c.partial_end; ++p)
       if (partial_allowed(next, v.partials_[p].partial)) mask.allow(v.partials_[p].id);

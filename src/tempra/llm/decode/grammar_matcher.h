@@ -79,6 +79,13 @@ class GrammarVocab {
     uint32_t first_child = 0, child_count = 0;  // children are contiguous, ordered by code point
     uint32_t tokens_begin = 0, tokens_end = 0;  // tokens whose text ends exactly here
     uint32_t partial_begin = 0, partial_end = 0;  // tokens ending here plus a partial character
+    // The whole subtree's tokens are tokens_[tokens_begin, subtree_tokens_end) (and likewise
+    // the partial ones): the lists are laid out in depth-first order.
+    uint32_t subtree_tokens_end = 0, subtree_partial_end = 0;
+    // The characters on the subtree's edges below this node: ASCII ones as bits, and whether any
+    // is beyond ASCII.
+    std::array<uint64_t, 2> below_ascii{0, 0};
+    bool below_non_ascii = false;
   };
   struct PartialToken {
     int32_t id;
@@ -130,6 +137,11 @@ class GrammarMatcher {
     std::vector<uint32_t> top_class;         // per stack: its top's class (unused for the empty stack)
     std::vector<std::pair<uint64_t, uint32_t>> next;  // matched-stack set -> next state
     bool can_end = false;
+    // The characters after which the state is itself again (inside a JSON string, say): ASCII
+    // ones as bits, and every non-ASCII one or none. Computed at the state's first walk.
+    bool loop_known = false;
+    std::array<uint64_t, 2> loop_ascii{0, 0};
+    bool loop_non_ascii = false;
   };
 
   uint32_t push(uint32_t stack, uint32_t pos);
@@ -141,6 +153,7 @@ class GrammarMatcher {
   uint32_t walk(uint32_t state, std::span<const uint32_t> code_points);
   bool allowed_after_partial(int32_t id) const;
   void walk_trie(uint32_t node, uint32_t state, TokenMask& mask);
+  void find_loop(uint32_t state);
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const GrammarVocab> vocab_;
