@@ -13,7 +13,6 @@
 // some through). The test checks that every disagreement is one of these and that tempra is the
 // one refusing.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -40,25 +39,11 @@ namespace fs = std::filesystem;
 
 const fs::path kGrammarDir = fs::path(TEMPRA_SOURCE_DIR) / "tests/llm/grammars";
 
-struct Qwen3 {
-  std::unique_ptr<Tokenizer> tokenizer;
+// Qwen3's vocab in both engines, and the grammar view of tempra's, once per test process.
+struct Qwen3 : testing::Qwen3Vocab {
   std::shared_ptr<const GrammarVocab> grammar_vocab;
-  llama_model* model = nullptr;
-  const llama_vocab* vocab = nullptr;
-
-  Qwen3() {
-    testing::init_llama();
-    const fs::path dir = fs::temp_directory_path() / ("tempra-grammar-oracle-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const fs::path gguf = dir / "qwen3-vocab.gguf";
-    testing::write_qwen3_vocab_gguf(gguf, TEMPRA_QWEN3_TOKENIZER_JSON);
-    tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(io::GgufFile::open(gguf)));
+  Qwen3() : testing::Qwen3Vocab(testing::load_qwen3_vocab(TEMPRA_QWEN3_TOKENIZER_JSON)) {
     grammar_vocab = GrammarVocab::from_tokenizer(*tokenizer, end_of_generation_ids(*tokenizer));
-    llama_model_params params = llama_model_default_params();
-    params.vocab_only = true;
-    model = llama_model_load_from_file(gguf.c_str(), params);
-    if (model) vocab = llama_model_get_vocab(model);
-    fs::remove_all(dir);
   }
 };
 

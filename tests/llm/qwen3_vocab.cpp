@@ -3,7 +3,11 @@
 
 #include <string>
 
+#include <unistd.h>
+
+#include "support/llama_oracle.h"
 #include "tempra/core/error.h"
+#include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
 #include "tempra/llm/model/qwen3_synth.h"
 
@@ -29,6 +33,23 @@ void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesy
   // The converter's tokenizer keys, shared with the model synthesizer (llm/qwen3_synth.h).
   llm::add_qwen3_tokenizer_metadata(m, tokenizer_json.parent_path(), kQwen3VocabSize);
   w.write(path);
+}
+
+Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json) {
+  namespace fs = std::filesystem;
+  init_llama();
+  const fs::path dir = fs::temp_directory_path() / ("tempra-qwen3-vocab-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path gguf = dir / "qwen3-vocab.gguf";
+  write_qwen3_vocab_gguf(gguf, tokenizer_json);
+  Qwen3Vocab q;
+  q.tokenizer = std::make_unique<llm::Tokenizer>(llm::Tokenizer::from_gguf(io::GgufFile::open(gguf)));
+  llama_model_params params = llama_model_default_params();
+  params.vocab_only = true;
+  q.model = llama_model_load_from_file(gguf.c_str(), params);
+  if (q.model) q.vocab = llama_model_get_vocab(q.model);
+  fs::remove_all(dir);
+  return q;
 }
 
 }  // namespace tempra::testing

@@ -14,11 +14,25 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+
+#include "llama.h"
+#include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::testing {
 
 inline constexpr int32_t kQwen3VocabSize = 151936;
 
 void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json);
+
+// Both engines over that vocab: tempra's tokenizer and llama.cpp's vocab-only model (null, with
+// llama.cpp's error in last_llama_error(), when it refuses the file). The GGUF is written to a
+// temporary folder and removed once both have read it.
+struct Qwen3Vocab {
+  std::unique_ptr<llm::Tokenizer> tokenizer;
+  llama_model* model = nullptr;
+  const llama_vocab* vocab = nullptr;
+};
+Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json);
 
 }  // namespace tempra::testing

@@ -9,7 +9,6 @@
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -34,33 +33,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using testing::init_llama;
 using testing::last_llama_error;
 
-// One Qwen3 vocab per test process: the GGUF, tempra's tokenizer over it and llama.cpp's.
-struct Qwen3 {
-  fs::path dir;
-  std::unique_ptr<Tokenizer> tokenizer;
-  llama_model* model = nullptr;
-  const llama_vocab* vocab = nullptr;
-
-  Qwen3() {
-    init_llama();
-    dir = fs::temp_directory_path() / ("tempra-tokenizer-test-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    const fs::path gguf = dir / "qwen3-vocab.gguf";
-    testing::write_qwen3_vocab_gguf(gguf, TEMPRA_QWEN3_TOKENIZER_JSON);
-    tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(io::GgufFile::open(gguf)));
-    llama_model_params params = llama_model_default_params();
-    params.vocab_only = true;
-    model = llama_model_load_from_file(gguf.c_str(), params);
-    if (model) vocab = llama_model_get_vocab(model);
-    fs::remove_all(dir);
-  }
-};
+// One Qwen3 vocab per test process: tempra's tokenizer over it and llama.cpp's.
+using Qwen3 = testing::Qwen3Vocab;
 
 const Qwen3& qwen3() {
-  static const Qwen3 q;
+  static const Qwen3 q = testing::load_qwen3_vocab(TEMPRA_QWEN3_TOKENIZER_JSON);
   return q;
 }
 

@@ -14,9 +14,9 @@ namespace {
 using llm::gbnf_literal;
 
 std::string char_literal(uint32_t c) {
-  std::string utf8;
-  llm::append_utf8(utf8, c);
-  return gbnf_literal(utf8);
+  std::string out = "\"";
+  llm::append_gbnf_char(out, c, false);
+  return out + "\"";
 }
 
 // Rules for text in which `word` occurs first at its very end, followed by `then` ("" for
@@ -39,12 +39,7 @@ std::string text_until(llm::JsonGrammarBuilder& b, const std::string& hint, cons
   };
   const std::set<uint32_t> letters(word.begin(), word.end());
   std::string others = "[^";
-  for (uint32_t c : letters) {
-    std::string lit = char_literal(c);  // "x" -> x, escapes kept
-    lit = lit.substr(1, lit.size() - 2);
-    if (lit == "]" || lit == "-" || lit == "^" || lit == "[") lit = "\\" + lit;
-    others += lit;
-  }
+  for (uint32_t c : letters) llm::append_gbnf_char(others, c, true);
   others += "]";
   std::vector<std::string> names;
   for (size_t i = 0; i < n; ++i) names.push_back(b.add_rule(hint + "-" + std::to_string(i), "\"\""));

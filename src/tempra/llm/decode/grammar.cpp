@@ -441,37 +441,29 @@ class Parser {
   uint64_t elements_used_ = 0;
 };
 
-void append_escaped(std::string& out, uint32_t c, bool in_class) {
-  switch (c) {
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
-    case '\\': out += "\\\\"; return;
-    case '"': out += "\\\""; return;
-    default: break;
-  }
-  if (in_class && (c == ']' || c == '[' || c == '-' || c == '^')) {
-    if (c == '^') {
-      out += "\\x5E";
-    } else {
-      out += '\\';
-      out += char(c);
-    }
-    return;
-  }
-  if (c < 0x20 || c == 0x7F) {
-    static const char* hex = "0123456789ABCDEF";
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
-    return;
-  }
-  append_utf8(out, c);
-}
-
 }  // namespace
 
 Grammar parse_grammar(std::string_view text, std::string_view root) { return Parser(text).parse(root); }
+
+void append_gbnf_char(std::string& out, uint32_t c, bool in_class) {
+  static const char* hex = "0123456789ABCDEF";
+  if (c == '"' || c == '\\' || (in_class && (c == ']' || c == '[' || c == '-'))) {
+    out += '\\';
+    out += char(c);
+  } else if (c == '\n') {
+    out += "\\n";
+  } else if (c == '\t') {
+    out += "\\t";
+  } else if (c == '\r') {
+    out += "\\r";
+  } else if (c < 0x20 || c == 0x7F || (in_class && c == '^')) {
+    out += "\\x";
+    out += hex[c >> 4];
+    out += hex[c & 15];
+  } else {
+    append_utf8(out, c);
+  }
+}
 
 std::string Grammar::to_gbnf() const {
   std::string out;
@@ -487,16 +479,16 @@ std::string Grammar::to_gbnf() const {
     }
     if (!cc.negated && cc.ranges.size() == 1 && cc.ranges[0].first == cc.ranges[0].second) {
       out += '"';
-      append_escaped(out, cc.ranges[0].first, false);
+      append_gbnf_char(out, cc.ranges[0].first, false);
       out += '"';
       return;
     }
     out += cc.negated ? "[^" : "[";
     for (const auto& [low, high] : cc.ranges) {
-      append_escaped(out, low, true);
+      append_gbnf_char(out, low, true);
       if (high != low) {
         out += '-';
-        append_escaped(out, high, true);
+        append_gbnf_char(out, high, true);
       }
     }
     out += ']';

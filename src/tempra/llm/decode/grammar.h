@@ -67,4 +67,8 @@ struct Grammar {
 // Parses GBNF text; `root` names the start rule. Throws tempra::Error as described above.
 Grammar parse_grammar(std::string_view text, std::string_view root = "root");
 
+// Appends code point `c` as GBNF spells it inside a literal ("...") or, with `in_class`, inside
+// a character class ([...]): escapes for \ " \n \r \t, class punctuation and control characters.
+void append_gbnf_char(std::string& out, uint32_t c, bool in_class);
+
 }  // namespace tempra::llm

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tempra/core/error.h"
+#include "tempra/llm/decode/grammar.h"
 #include "tempra/llm/tokenizer/unicode.h"
 
 namespace tempra::llm {
@@ -18,26 +19,6 @@ using Json = nlohmann::ordered_json;  // properties keep the schema's order
 using Range = std::pair<uint32_t, uint32_t>;
 
 // --- GBNF spelling ---------------------------------------------------------------------------
-
-void append_gbnf_char(std::string& out, uint32_t c, bool in_class) {
-  static const char* hex = "0123456789ABCDEF";
-  if (c == '"' || c == '\\' || (in_class && (c == ']' || c == '[' || c == '-'))) {
-    out += '\\';
-    out += char(c);
-  } else if (c == '\n') {
-    out += "\\n";
-  } else if (c == '\t') {
-    out += "\\t";
-  } else if (c == '\r') {
-    out += "\\r";
-  } else if (c < 0x20 || c == 0x7F || (in_class && c == '^')) {
-    out += "\\x";
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  } else {
-    append_utf8(out, c);
-  }
-}
 
 std::string literal(std::string_view utf8) {
   std::string out = "\"";
