@@ -99,9 +99,9 @@ int run_chat(const cli::Args& args) {
   note_ignored_gpu_options(args);
   const std::string system = args.given("--system") ? args.string("--system") : std::string();
   if (const auto bad = invalid_utf8_at(system)) fail("chat", "--system is not valid UTF-8 (byte ", *bad, ")");
+  const llm::GenerateOptions base_options = generate_options(args);  // before the load: a bad grammar fails fast
   const LoadedModel m = load_model(args);
   const llm::SessionOptions session_opts = session_options(args, m.model->info());
-  const llm::GenerateOptions base_options = generate_options(args);
   const bool no_think = args.flag("--no-think");
 
   ExecContext ctx(exec);

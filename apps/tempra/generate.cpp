@@ -120,9 +120,9 @@ int run_generate(const cli::Args& args) {
     fail("generate", "the prompt is not valid UTF-8 (byte ", *bad, " is 0x", std::hex,
          int(static_cast<unsigned char>(text[*bad])), ")");
 
+  llm::GenerateOptions options = generate_options(args);  // before the load: a bad grammar fails fast
   const LoadedModel m = load_model(args);
   const llm::SessionOptions session_opts = session_options(args, m.model->info());
-  llm::GenerateOptions options = generate_options(args);
   if (ids.empty()) {
     if (chat) {
       std::vector<llm::ChatMessage> messages;

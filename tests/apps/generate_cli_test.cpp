@@ -334,6 +334,34 @@ TEST(TempraGenerate, stop_strings_are_never_printed) {
   EXPECT_NE(cut.err.find("stopped by stop string"), std::string::npos) << cut.err;
 }
 
+TEST(TempraGenerate, a_json_schema_shapes_the_output_and_speculation_changes_no_token) {
+  const Model& m = synthetic_vocab_model();
+  const std::string schema = R"({"type": "object", "properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}},
+                                 "required": ["n", "ok"], "additionalProperties": false})";
+  int finished = 0;
+  for (const char* seed : {"1", "2", "3", "4", "5"}) {
+    const Outcome r = tempra({"generate", "-m", m.path.string(), "-p", kPrompt, "-n", "200", "-s", seed, "-j", schema});
+    ASSERT_EQ(r.exit, 0) << describe(r);
+    // Only a run that ended where the grammar may end is a whole document (one cut by -n says so).
+    if (r.err.find("stopped by end of generation") == std::string::npos) continue;
+    ++finished;
+    std::smatch match;
+    EXPECT_TRUE(std::regex_match(r.out, match,
+                                 std::regex(R"(\s*\{\s*"n"\s*:\s*-?\d+\s*,\s*"ok"\s*:\s*(true|false)\s*\}\s*)")))
+        << describe(r);
+  }
+  EXPECT_GE(finished, 3);
+  const std::vector<std::string> common = {"generate", "-m", m.path.string(), "-p", kPrompt + " " + kPrompt,
+                                           "-n", "40", "-s", "5", "--regex", "[a-z ]+"};
+  std::vector<std::string> with = common, without = common;
+  with.push_back("--spec");
+  without.push_back("--no-spec");
+  const Outcome a = tempra(with), b = tempra(without);
+  ASSERT_EQ(a.exit, 0) << describe(a);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_TRUE(std::regex_match(a.out, std::regex("[a-z ]+"))) << describe(a);
+}
+
 TEST(TempraGenerate, chat_applies_the_template_and_gpu_flags_are_noted) {
   const Model& m = qwen3_vocab_model();
   const Outcome r = tempra({"generate", "-m", m.path.string(), "--chat", "--system", "Be brief.", "--no-think", "-p",
@@ -446,6 +474,18 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
       {{"tokenize", "-m", model}, 2, "exactly one of -p TEXT or --stdin"},
       {{"tokenize", "-m", model, "-p", "\xc3"}, 1, "not valid UTF-8"},
       {{"chat", "-m", model, "--top-p", "2"}, 2, "--top-p must be in [0, 1]"},
+      {{"generate", "-m", model, "-p", "x", "--grammar", "root ::= ( \"a\""}, 1,
+       "[grammar] line 1, column 15 (rule 'root'): expecting ')'"},
+      {{"generate", "-m", model, "-p", "x", "--grammar", "root ::= r\nr ::= r \"x\""}, 1, "left-recursive"},
+      {{"generate", "-m", model, "-p", "x", "-j", "{\"type\": \"integer\", \"maximum\": 3}"}, 1,
+       "[json-schema] at /: 'maximum' is not supported"},
+      {{"generate", "-m", model, "-p", "x", "-j", "{"}, 1, "[json-schema] not valid JSON"},
+      {{"generate", "-m", model, "-p", "x", "--regex", "(?<=a)b"}, 1, "lookaround"},
+      {{"generate", "-m", model, "-p", "x", "--grammar-file", "/no/such/grammar.gbnf"}, 1, "/no/such/grammar.gbnf: cannot open"},
+      {{"generate", "-m", model, "-p", "x", "--grammar", "root ::= \"a\"", "-j", "{}"}, 2,
+       "--grammar and --json-schema cannot be used together"},
+      {{"generate", "-m", model, "-p", "x", "--draft-max", "40"}, 2, "--draft-max must be 1 ... 31"},
+      {{"generate", "-m", model, "-p", "x", "--spec", "--no-spec"}, 2, "--spec and --no-spec contradict"},
   };
   for (const auto& c : cases) {
     const Outcome r = tempra(c.args);

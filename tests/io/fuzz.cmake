@@ -16,3 +16,9 @@ add_executable(serve_fuzz ${PROJECT_SOURCE_DIR}/tests/serve/serve_fuzz.cpp)
 target_link_libraries(serve_fuzz PRIVATE tempra_serve)
 target_link_options(serve_fuzz PRIVATE -fsanitize=fuzzer)
 set_target_properties(serve_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+# Grammars, JSON Schemas and regular expressions, compiled and run: build/fuzz/bin/grammar_fuzz <corpus dir> tests/llm/fuzz_corpus
+add_executable(grammar_fuzz ${PROJECT_SOURCE_DIR}/tests/llm/grammar_fuzz.cpp)
+target_link_libraries(grammar_fuzz PRIVATE tempra_llm_decode)
+target_link_options(grammar_fuzz PRIVATE -fsanitize=fuzzer)
+set_target_properties(grammar_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

@@ -282,8 +282,9 @@ TEST(ServeApi, response_formats_constrain_chat_completions_and_responses) {
     const json any = body_of(s.call("POST", "/v1/completions", R"({"prompt": "Answer:", "max_tokens": 200, "seed": )" +
                                                                   std::to_string(seed) + R"(,
       "response_format": {"type": "json_object"}})"));
-    if (any["choices"][0]["finish_reason"] == "stop")
+    if (any["choices"][0]["finish_reason"] == "stop") {
       EXPECT_TRUE(json::parse(any["choices"][0]["text"].get<std::string>()).is_object()) << any.dump();
+    }
   }
   const json resp = body_of(s.call("POST", "/v1/responses", std::string(R"({"input": "Answer:", "max_output_tokens": 100, "seed": 1,
     "reasoning": {"effort": "none"}, "text": {"format": {"type": "json_schema", "name": "r", "schema": )") + schema + "}}}"));
