@@ -246,6 +246,81 @@ TEST(JsonSchema, objects_keep_required_members_and_refuse_repeated_declared_keys
   EXPECT_FALSE(accepts(json_object_gbnf(), "[1]"));
 }
 
+TEST(JsonSchema, keywords_beside_a_combinator_are_refused_or_applied_never_dropped) {
+  // `type` beside `enum` filters the values; anything else beside a combinator is refused.
+  const std::string g = json_schema_to_gbnf(R"({"type": "integer", "enum": [1, "x", 2.0, 2.5]})");
+  EXPECT_TRUE(accepts(g, "1"));
+  EXPECT_TRUE(accepts(g, "2.0"));
+  EXPECT_FALSE(accepts(g, "\"x\""));
+  EXPECT_FALSE(accepts(g, "2.5"));
+  EXPECT_EQ(schema_error(R"({"type": "object", "required": ["a"], "anyOf": [{"required": ["b"]}]})"),
+            "[json-schema] at /: 'type' beside 'anyOf' is not supported");
+  EXPECT_EQ(schema_error(R"({"enum": ["a"], "maxLength": 3})"), "[json-schema] at /: 'maxLength' beside 'enum' is not supported");
+  EXPECT_EQ(schema_error(R"({"type": "string", "const": 3})"),
+            "[json-schema] at /: no value of 'enum'/'const' has the 'type' \"string\"");
+  // A required name that `properties` lacks follows `additionalProperties`.
+  const std::string extra = json_schema_to_gbnf(R"({"required": ["x"], "additionalProperties": {"type": "integer"}})");
+  EXPECT_TRUE(accepts(extra, R"({"x": 3})"));
+  EXPECT_FALSE(accepts(extra, R"({"x": "s"})"));
+  EXPECT_FALSE(accepts(extra, R"({})"));
+  EXPECT_EQ(schema_error(R"({"required": ["x"], "additionalProperties": false})"),
+            "[json-schema] at /: 'required' names 'x', which 'properties' lacks and 'additionalProperties' forbids");
+}
+
+TEST(JsonSchema, hostile_inputs_are_errors_not_crashes) {
+  std::string deep = "{}";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
+  EXPECT_NE(schema_error(deep).find("nested deeper than 64"), std::string::npos);
+  std::string open_groups(300, '('), close_groups(300, ')');
+  std::string nested_pattern = R"({"type": "string", "pattern": "^)";
+  nested_pattern += open_groups + "a" + close_groups + R"($"})";
+  EXPECT_NE(schema_error(nested_pattern).find("groups nested deeper than 128"), std::string::npos);
+  std::string nested_gbnf = "root ::= ";
+  nested_gbnf += open_groups + "\"a\"" + close_groups;
+  EXPECT_NE(error_of(nested_gbnf).find("nested deeper than 256"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^\\uD83D$"})").find("surrogate"), std::string::npos);
+  // A 1,000-character property name compiles (one rule per character, no recursion); longer
+  // ones are refused.
+  const std::string name(1000, 'k');
+  const std::string long_name = json_schema_to_gbnf(R"({"properties": {")" + name + R"(": {"type": "null"}}})");
+  EXPECT_TRUE(accepts(long_name, R"({")" + name + R"(": null, ")" + name.substr(1) + R"(": 1})"));
+  EXPECT_FALSE(accepts(long_name, R"({")" + name + R"(": null, ")" + name + R"(": 1})"));
+  EXPECT_NE(schema_error(R"({"properties": {")" + std::string(2000, 'k') + R"(": {}}})").find("longer than 1024"),
+            std::string::npos);
+  // A chain of 100,000 rules is checked for left recursion without recursing.
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 100000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r100000 ::= \"y\"\n";
+  EXPECT_TRUE(accepts(chain, "y"));
+  // Parses that double with every character are refused once past 65,536, not slowed to a crawl.
+  const std::string ambiguous = json_schema_to_gbnf(
+      R"({"$defs": {"t": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/t"}},
+                                    {"type": "array", "items": {"$ref": "#/$defs/t"}}]}}, "$ref": "#/$defs/t"})");
+  GrammarMatcher m(std::make_shared<const Grammar>(parse_grammar(ambiguous)), byte_vocab());
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 40; ++i) m.accept('[');
+      },
+      Error);
+}
+
+TEST(GrammarMatcher, the_end_waits_for_an_unfinished_character) {
+  const std::vector<std::string> pieces = {"a", "\xc3", "\xa9", ""};
+  const std::vector<int32_t> eog = {3};
+  GrammarMatcher m(std::make_shared<const Grammar>(parse_grammar("root ::= [a\\u00e9]*")),
+                   std::make_shared<const GrammarVocab>(pieces, eog));
+  ASSERT_TRUE(m.accept(0));
+  EXPECT_TRUE(m.can_end());
+  ASSERT_TRUE(m.accept(1));  // the first byte of é
+  EXPECT_FALSE(m.can_end());
+  TokenMask mask;
+  m.fill_mask(mask);
+  EXPECT_FALSE(mask.allowed(3));
+  EXPECT_TRUE(mask.allowed(2));
+  ASSERT_TRUE(m.accept(2));
+  EXPECT_TRUE(m.can_end());
+}
+
 TEST(Regex, compiles_to_a_grammar_matching_whole_texts) {
   const std::string g = regex_to_gbnf(R"(^[a-c]{3}-\d+(\.\d{1,2})?|x(?:yz)*\s?$)");
   EXPECT_TRUE(accepts(g, "abc-12"));

@@ -176,9 +176,18 @@ TEST(ServeApi, every_refusal_names_what_was_wrong_in_the_routes_dialect) {
            "json_schema": {"name": "n", "schema": {"type": "integer", "minimum": 1}}}})", 400,
        "[json-schema] at /: 'minimum' is not supported", "response_format.json_schema.schema"},
       {"POST", "/v1/chat/completions",
-       R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "f",
-           "parameters": {"type": "object", "properties": {"d": {"type": "string", "format": "email"}}}}}]})", 400,
+       R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required", "tools": [{"type": "function",
+           "function": {"name": "f", "parameters": {"type": "object", "properties": {"d": {"type": "string",
+           "format": "email"}}}}}]})", 400,
        "at /properties/d: format 'email' is not supported", "tools[0].function.parameters"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+           "json_schema": {"name": "n", "schema": {"type": "string", "pattern": "^(a*)*$"}}}})", 400,
+       "left-recursive", "response_format.json_schema.schema"},
+      {"POST", "/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_schema",
+           "json_schema": {"name": "n", "schema": {"type": "integer", "enum": [1, 2], "maximum": 1}}}})", 400,
+       "'maximum' is not supported", "response_format.json_schema.schema"},
       {"POST", "/v1/chat/completions", R"({"model": "gpt-9", "messages": [{"role": "user", "content": "x"}]})", 404,
        "the model 'gpt-9' does not exist", "model"},
       {"POST", "/v1/completions", long_prompt, 400, "tokens but the context holds 256", "messages"},
@@ -230,6 +239,17 @@ TEST(ServeApi, a_required_tool_call_that_fits_the_schema_is_the_models_own) {
     "chat_template_kwargs": {"enable_thinking": false},)") + kWeatherAndLookup + "}"));
   const json& call = r["choices"][0]["message"]["tool_calls"][0]["function"];
   EXPECT_EQ(call["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["arguments"].get<std::string>()), json({{"n", 42}}));
+}
+
+TEST(ServeApi, with_auto_a_tool_schema_tempra_cannot_compile_leaves_its_arguments_any_object) {
+  const Server s;
+  const json r = body_of(s.call("POST", "/v1/chat/completions", R"({"seed": 1,
+    "messages": [{"role": "user", "content": "weather?"}], "chat_template_kwargs": {"enable_thinking": false},
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"n": {"type": "integer", "minimum": 0}}}}}]})"));
+  const json& call = r["choices"][0]["message"]["tool_calls"][0]["function"];
+  EXPECT_EQ(call["name"], "get_weather") << r.dump();
   EXPECT_EQ(json::parse(call["arguments"].get<std::string>()), json({{"n", 42}}));
 }
 

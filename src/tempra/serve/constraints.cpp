@@ -1,6 +1,7 @@
 // tempra/serve/constraints.cpp: see constraints.h.
 #include "tempra/serve/constraints.h"
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -58,6 +59,35 @@ std::string text_until(llm::JsonGrammarBuilder& b, const std::string& hint, cons
   return names[0];
 }
 
+// The JSON nesting depth of `value` (without recursion: a request may nest arrays a million deep).
+size_t nesting_depth(const json& value) {
+  size_t deepest = 0;
+  std::vector<std::pair<const json*, size_t>> todo{{&value, 1}};
+  while (!todo.empty()) {
+    const auto [v, depth] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, depth);
+    if (v->is_structured())
+      for (const json& child : *v) todo.emplace_back(&child, depth + 1);
+  }
+  return deepest;
+}
+
+// A schema's rules added to `b`, or an ApiError 400 naming `path`: every way the request's schema
+// can fail (a feature tempra does not compile, a grammar the parser refuses, such as a pattern
+// with a nullable repetition) is the request's error, found here rather than when the whole
+// grammar is parsed.
+std::string add_schema(llm::JsonGrammarBuilder& b, const json& schema, const std::string& hint, const std::string& path) {
+  if (nesting_depth(schema) > 64) throw ApiError(400, "'" + path + "' is nested deeper than 64 levels", path);
+  const std::string text = schema.dump();
+  try {
+    (void)llm::parse_grammar(llm::json_schema_to_gbnf(text));
+    return b.add_schema(text, hint);
+  } catch (const Error& e) {
+    throw ApiError(400, "'" + path + "': " + e.what(), path);
+  }
+}
+
 std::string response_format_value(llm::JsonGrammarBuilder& b, const json& format, const std::string& path) {
   if (!format.is_object()) throw ApiError(400, "'" + path + "' must be an object with a 'type'", path);
   const std::string type = string_field(format, "type", path + ".type").value_or("");
@@ -72,11 +102,7 @@ std::string response_format_value(llm::JsonGrammarBuilder& b, const json& format
   if (!holder->is_object()) throw ApiError(400, "'" + holder_path + "' must be an object", holder_path);
   const json* schema = field(*holder, "schema");
   if (schema == nullptr) return "value";  // OpenAI: no schema means any JSON
-  try {
-    return b.add_schema(schema->dump(), "answer");
-  } catch (const Error& e) {
-    throw ApiError(400, "'" + holder_path + ".schema': " + e.what(), holder_path + ".schema");
-  }
+  return add_schema(b, *schema, "answer", holder_path + ".schema");
 }
 
 // One call's JSON for each tool the choice allows: {"name": "<tool>", "arguments": <its schema>}.
@@ -92,9 +118,11 @@ std::string call_json(llm::JsonGrammarBuilder& b, const OutputConstraint& c) {
     if (const json* parameters = field(fn, "parameters")) {
       const std::string path = "tools[" + std::to_string(i) + "].function.parameters";
       try {
-        arguments = b.add_schema(parameters->dump(), "args-" + name);
-      } catch (const Error& e) {
-        throw ApiError(400, "'" + path + "': " + e.what(), path);
+        arguments = add_schema(b, *parameters, "args-" + name, path);
+      } catch (const ApiError&) {
+        // With `auto` nothing asked for the shape: a schema tempra cannot compile leaves that
+        // tool's arguments any JSON object (docs/SERVER.md). A forced call must fit, or fails.
+        if (c.tool_choice != ToolChoice::auto_) throw;
       }
     }
     options.push_back("\"{\" ws \"\\\"name\\\"\" ws \":\" ws " + gbnf_literal(json(name).dump()) +

@@ -14,9 +14,11 @@
 //   once "<tool_call>" appears the call must name a given tool and its arguments must fit that
 //   tool's parameter schema, and only more calls may follow; `required` makes the answer one or
 //   more calls; `named` calls to that one tool. A response format and `auto` tools together
-//   allow either a formatted answer or calls.
+//   allow either a formatted answer or calls. With `auto`, a tool whose schema tempra cannot
+//   compile gets any JSON object as arguments (the request asked for no shape, and worked before
+//   constrained decoding existed); a forced call's schema must compile.
 // Errors are ApiError 400 naming the field ("response_format.json_schema.schema: [json-schema]
-// at /properties/age: 'minimum' is not supported").
+// at /properties/age: 'minimum' is not supported"); schemas nested past 64 levels are refused.
 #pragma once
 
 #include <memory>

@@ -481,7 +481,10 @@ HttpResponse openai_completions(const ServedModel& model, const json& body) {
     throw ApiError(400, "'prompt' must be a string, an array of one string, or an array of token ids", "prompt");
   }
   if (job.prompt.empty()) throw ApiError(400, "'prompt' is empty", "prompt");
-  job.options.grammar = output_grammar({.response_format = field(body, "response_format"), .allow_thinking = false});
+  OutputConstraint constraint;
+  constraint.response_format = field(body, "response_format");
+  constraint.allow_thinking = false;  // a raw continuation: the constraint starts at once
+  job.options.grammar = output_grammar(constraint);
   RunningJob running = start_job(*model.engine, std::move(job));
 
   const std::string id = random_id("cmpl-");
@@ -572,10 +575,12 @@ HttpResponse openai_responses(const ServedModel& model, const json& body) {
   const llm::ChatPrompt prompt = chat_prompt(model, messages, json::array(), thinking);
   job.prompt = prompt.ids;
   job.options.start_in_thinking = prompt.ends_in_thinking;
-  job.options.grammar = output_grammar({.response_format = text_format,
-                                        .format_path = "text.format",
-                                        .in_thinking = prompt.ends_in_thinking,
-                                        .allow_thinking = thinking != false});
+  OutputConstraint constraint;
+  constraint.response_format = text_format;
+  constraint.format_path = "text.format";
+  constraint.in_thinking = prompt.ends_in_thinking;
+  constraint.allow_thinking = thinking != false;
+  job.options.grammar = output_grammar(constraint);
   RunningJob running = start_job(*model.engine, std::move(job));
 
   const std::string id = random_id("resp_"), message_id = random_id("msg_");

@@ -274,6 +274,7 @@ class Parser {
         sequence.push_back(rule_element(rule_id(name)));
         skip_space(nested);
       } else if (c == '(') {
+        if (++group_depth_ > kMaxGroupDepth) fail_here("groups nested deeper than ", kMaxGroupDepth, " are not supported");
         ++pos_;
         skip_space(true);
         const uint32_t group = new_helper_rule(rule_name);
@@ -281,6 +282,7 @@ class Parser {
         rules_[group].alternatives = std::move(alternatives);
         if (peek() != ')') fail_here("expecting ')'");
         ++pos_;
+        --group_depth_;
         begin_item();
         sequence.push_back(rule_element(group));
         skip_space(nested);
@@ -408,26 +410,35 @@ class Parser {
           leftmost[r].push_back(e.value);
           if (!nullable[e.value]) break;
         }
+    // Depth-first search for a cycle, with an explicit stack (a chain of many rules must not
+    // exhaust the call stack): a rule is `active` while it is on the path.
     enum : uint8_t { unvisited, active, done };
     std::vector<uint8_t> mark(n, unvisited);
-    std::vector<uint32_t> path;
-    auto visit = [&](auto&& self, uint32_t r) -> void {
-      mark[r] = active;
-      path.push_back(r);
-      for (uint32_t s : leftmost[r]) {
+    std::vector<std::pair<uint32_t, size_t>> path;  // rule, index of its next edge to follow
+    for (uint32_t start = 0; start < n; ++start) {
+      if (mark[start] != unvisited) continue;
+      mark[start] = active;
+      path.emplace_back(start, 0);
+      while (!path.empty()) {
+        auto& [r, edge] = path.back();
+        if (edge == leftmost[r].size()) {
+          mark[r] = done;
+          path.pop_back();
+          continue;
+        }
+        const uint32_t s = leftmost[r][edge++];
         if (mark[s] == active) {
           std::string through;
-          for (auto it = std::find(path.begin(), path.end(), s); it != path.end(); ++it)
-            through += "'" + rules_[*it].name + "' -> ";
+          auto it = std::find_if(path.begin(), path.end(), [&](const auto& p) { return p.first == s; });
+          for (; it != path.end(); ++it) through += "'" + rules_[it->first].name + "' -> ";
           fail_plain("rule '", rules_[s].name, "' is left-recursive: ", through, "'", rules_[s].name, "'");
         }
-        if (mark[s] == unvisited) self(self, s);
+        if (mark[s] == unvisited) {
+          mark[s] = active;
+          path.emplace_back(s, 0);
+        }
       }
-      path.pop_back();
-      mark[r] = done;
-    };
-    for (uint32_t r = 0; r < n; ++r)
-      if (mark[r] == unvisited) visit(visit, r);
+    }
   }
 
   std::string_view text_;
@@ -439,6 +450,8 @@ class Parser {
   std::map<std::tuple<std::vector<std::pair<uint32_t, uint32_t>>, bool, bool>, uint32_t> class_ids_;
   uint64_t helper_count_ = 0;
   uint64_t elements_used_ = 0;
+  static constexpr int kMaxGroupDepth = 256;  // parentheses are parsed by recursion
+  int group_depth_ = 0;
 };
 
 }  // namespace

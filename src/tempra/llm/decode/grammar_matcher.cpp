@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_set>
 
 #include "tempra/core/error.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
@@ -14,6 +15,10 @@ namespace {
 constexpr size_t kMaskCacheEntries = 256;
 constexpr size_t kMaxStates = 500'000;
 constexpr size_t kMaxStackNodes = 20'000'000;
+// Parses at once: an ambiguous grammar can double them with every character (two alternatives
+// that both recurse); past this it is refused rather than growing without bound. (Masks cost
+// what the distinct classes on top of the stacks cost, not the stacks: see step().)
+constexpr size_t kMaxStacksPerState = 65536;
 }  // namespace
 
 DecodedPiece decode_piece(std::string_view bytes, PartialUtf8 start) {
@@ -185,12 +190,11 @@ uint32_t GrammarMatcher::push(uint32_t stack, uint32_t pos) {
 void GrammarMatcher::expand(uint32_t stack, std::vector<uint32_t>& out) {
   const auto& elements = grammar_->elements;
   std::vector<uint32_t> todo{stack};
-  std::vector<uint32_t> seen;
+  std::unordered_set<uint32_t> seen;
   while (!todo.empty()) {
     const uint32_t s = todo.back();
     todo.pop_back();
-    if (std::find(seen.begin(), seen.end(), s) != seen.end()) continue;
-    seen.push_back(s);
+    if (!seen.insert(s).second) continue;
     if (s == 0 || elements[stack_nodes_[s].pos].kind == GrammarElement::Kind::character) {
       out.push_back(s);
       continue;
@@ -233,32 +237,55 @@ uint32_t GrammarMatcher::intern_state(std::vector<uint32_t> stacks) {
   const auto [it, inserted] = state_ids_.emplace(std::move(key), uint32_t(states_.size()));
   if (!inserted) return it->second;
   check(states_.size() < kMaxStates, "grammar", "the grammar's parse states exceed ", kMaxStates);
+  check(stacks.size() <= kMaxStacksPerState, "grammar", "the grammar is too ambiguous: ", stacks.size(),
+        " parses at once (at most ", kMaxStacksPerState, ")");
   State state;
   state.can_end = !stacks.empty() && stacks.front() == 0;
-  for (uint32_t s : stacks) state.top_class.push_back(s == 0 ? 0 : grammar_->elements[stack_nodes_[s].pos].value);
+  for (uint32_t s : stacks) {
+    if (s == 0) continue;
+    const uint32_t cls = grammar_->elements[stack_nodes_[s].pos].value;
+    auto at = std::find(state.classes.begin(), state.classes.end(), cls);
+    if (at == state.classes.end()) {
+      state.classes.push_back(cls);
+      state.by_class.emplace_back();
+      at = state.classes.end() - 1;
+    }
+    state.by_class[size_t(at - state.classes.begin())].push_back(s);
+  }
   state.stacks = std::move(stacks);
   states_.push_back(std::move(state));
   return it->second;
 }
 
+// A step keys its memo by which of the state's distinct top classes match `c`: stacks with the
+// same top class move together, so an ambiguous grammar's many stacks cost no more per character
+// than their few classes.
 uint32_t GrammarMatcher::step(uint32_t state, uint32_t c) {
-  const size_t n = states_[state].stacks.size();
+  const size_t n = states_[state].classes.size();
   auto matches = [&](size_t i) {
-    const State& st = states_[state];
-    if (st.stacks[i] == 0) return false;
-    const uint32_t cls = st.top_class[i];
+    const uint32_t cls = states_[state].classes[i];
     return c < 128 ? bool((ascii_[cls][c >> 6] >> (c & 63)) & 1) : grammar_->classes[cls].matches(c);
   };
   auto union_of = [&](auto&& matched) {
     std::vector<uint32_t> stacks;
     for (size_t i = 0; i < n; ++i)
-      if (matched(i)) {
-        const std::vector<uint32_t>& after = after_top(states_[state].stacks[i]);
-        stacks.insert(stacks.end(), after.begin(), after.end());
-      }
+      if (matched(i))
+        for (uint32_t s : states_[state].by_class[i]) {
+          const std::vector<uint32_t>& after = after_top(s);
+          stacks.insert(stacks.end(), after.begin(), after.end());
+        }
     return stacks.empty() ? kDead : intern_state(std::move(stacks));
   };
-  if (n > 64) return union_of(matches);  // too many stacks to key the memo by a bit set
+  if (n > 64) {  // the memo keyed by the matched classes' bits, spelled as bytes
+    std::string key((n + 7) / 8, '\0');
+    for (size_t i = 0; i < n; ++i)
+      if (matches(i)) key[i / 8] = char(key[i / 8] | (1 << (i % 8)));
+    if (key.find_first_not_of('\0') == std::string::npos) return kDead;
+    if (const auto it = states_[state].wide_next.find(key); it != states_[state].wide_next.end()) return it->second;
+    const uint32_t next = union_of([&](size_t i) { return (key[i / 8] >> (i % 8)) & 1; });
+    states_[state].wide_next.emplace(std::move(key), next);
+    return next;
+  }
   uint64_t bits = 0;
   for (size_t i = 0; i < n; ++i)
     if (matches(i)) bits |= uint64_t(1) << i;
@@ -285,9 +312,8 @@ bool GrammarMatcher::partial_allowed(uint32_t state, PartialUtf8 partial) const 
   const uint32_t high = low | ((1u << (partial.n_remain * 6)) - 1);
   if (low == 0 && partial.n_remain == 2) low = 1u << 11;
   if (low == 0 && partial.n_remain == 3) low = 1u << 16;
-  const State& st = states_[state];
-  for (size_t i = 0; i < st.stacks.size(); ++i)
-    if (st.stacks[i] != 0 && grammar_->classes[st.top_class[i]].may_match_range(low, high)) return true;
+  for (uint32_t cls : states_[state].classes)
+    if (grammar_->classes[cls].may_match_range(low, high)) return true;
   return false;
 }
 
@@ -313,8 +339,7 @@ void GrammarMatcher::find_loop(uint32_t state) {
   for (uint32_t c = 0; c < 128; ++c)
     if (step(state, c) == state) ascii[c >> 6] |= uint64_t(1) << (c & 63);
   bool uniform = true;
-  for (size_t i = 0; i < states_[state].stacks.size(); ++i)
-    if (states_[state].stacks[i] != 0) uniform = uniform && same_beyond_ascii(grammar_->classes[states_[state].top_class[i]]);
+  for (uint32_t cls : states_[state].classes) uniform = uniform && same_beyond_ascii(grammar_->classes[cls]);
   const bool non_ascii = uniform && step(state, 0x80) == state;
   State& st = states_[state];
   st.loop_ascii = ascii;
@@ -381,7 +406,7 @@ void GrammarMatcher::fill_mask(TokenMask& mask) {
   }
 }
 
-bool GrammarMatcher::can_end() const { return !ended_ && states_[state_].can_end; }
+bool GrammarMatcher::can_end() const { return !ended_ && partial_.n_remain == 0 && states_[state_].can_end; }
 
 bool GrammarMatcher::accept(int32_t id) {
   check(id >= 0 && id < vocab_->size(), "grammar", "token ", id, " is outside the vocabulary of ", vocab_->size());

@@ -12,15 +12,19 @@
 //   prefix of some sentence of the grammar. A token whose text ends inside a UTF-8 character is
 //   allowed when some completion of that character could come next (llama.cpp's rule: for a
 //   negated class, only when no excluded character could complete it). An end-of-generation token
-//   is allowed exactly when the text so far is a whole sentence.
+//   is allowed exactly when the text so far is a whole sentence with no character left unfinished.
 // - Where tempra refuses what llama.cpp allows, on purpose, so constrained output is valid as
 //   printed: a token with no text (control tokens, unused ids; llama.cpp matches a control
 //   token's spelling, `<|im_start|>`, as text, though generation prints nothing for it); a token
 //   whose bytes, after what came before, are not well-formed UTF-8 (llama.cpp's decoder takes
 //   0xF8-0xFF as lead bytes and does not check continuation bytes inside a token, so it lets
 //   malformed text through any class that admits non-ASCII); a token with a NUL byte (llama.cpp
-//   stops reading its text there).
+//   stops reading its text there); the end of generation while a character is unfinished
+//   (llama.cpp allows it when the complete characters so far make a sentence).
 // - accept(t) advances past t; it returns false and changes nothing when t is not allowed.
+// - Bounded: an ambiguous grammar whose parses multiply past 65,536 at once, or whose states
+//   or stacks pass 500k / 20M, throws tempra::Error naming the limit (the request fails; nothing
+//   hangs).
 // - The walk over the vocabulary follows a trie of the tokens' code points from the current
 //   state, so a prefix shared by many tokens is matched once and a rejected prefix prunes its
 //   whole subtree. A state's mask is kept (a bounded cache), so a grammar that loops through the
@@ -109,7 +113,7 @@ class GrammarMatcher {
   void fill_mask(TokenMask& mask);
   // Advances past `id`; false (nothing changed) when the grammar does not allow it.
   bool accept(int32_t id);
-  // Whether the text so far is a whole sentence (an end-of-generation token is allowed).
+  // Whether the text so far is a whole sentence, no character unfinished (the end is allowed).
   bool can_end() const;
   // Whether an end-of-generation token was accepted.
   bool ended() const { return ended_; }
@@ -133,9 +137,11 @@ class GrammarMatcher {
     uint32_t pos;     // an index into grammar.elements
   };
   struct State {
-    std::vector<uint32_t> stacks;            // sorted stack ids; 0 is the empty stack
-    std::vector<uint32_t> top_class;         // per stack: its top's class (unused for the empty stack)
-    std::vector<std::pair<uint64_t, uint32_t>> next;  // matched-stack set -> next state
+    std::vector<uint32_t> stacks;              // sorted stack ids; 0 is the empty stack
+    std::vector<uint32_t> classes;             // the distinct classes on top of the other stacks
+    std::vector<std::vector<uint32_t>> by_class;  // per class: the stacks it tops
+    std::vector<std::pair<uint64_t, uint32_t>> next;  // matched-class set -> next state
+    std::unordered_map<std::string, uint32_t> wide_next;  // the same past 64 classes
     bool can_end = false;
     // The characters after which the state is itself again (inside a JSON string, say): ASCII
     // ones as bits, and every non-ASCII one or none. Computed at the state's first walk.

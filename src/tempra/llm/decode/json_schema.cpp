@@ -2,6 +2,8 @@
 #include "tempra/llm/decode/json_schema.h"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -105,8 +107,14 @@ std::string char_set(const std::vector<Range>& members, bool in_json_string) {
   if (!plain.empty()) parts.push_back(class_text(plain));
   for (uint32_t c : {uint32_t('"'), uint32_t('\\')})
     if (contains(members, c)) parts.push_back(literal(json_escape_of(c)));
-  for (uint32_t c = 0; c < 0x20; ++c)
-    if (contains(members, c)) parts.push_back(literal(json_escape_of(c)));
+  bool all_controls = true;
+  for (uint32_t c = 0; c < 0x20; ++c) all_controls = all_controls && contains(members, c);
+  if (all_controls) {  // every control character, in either spelling JSON has for it
+    parts.push_back(R"("\\" [bfnrt] | "\\u00" [01] [0-9a-fA-F])");
+  } else {
+    for (uint32_t c = 0; c < 0x20; ++c)
+      if (contains(members, c)) parts.push_back(literal(json_escape_of(c)));
+  }
   if (parts.empty()) fail("regex", "a character class matches nothing");
   if (parts.size() == 1) return parts[0];
   std::string out = "(";
@@ -165,6 +173,7 @@ class RegexCompiler {
     const size_t start = pos_;
     while (more() && peek() >= '0' && peek() <= '9') value = std::min<uint64_t>(value * 10 + (cps_[pos_++] - '0'), 100000);
     if (pos_ == start) error("expecting a number in '{...}'");
+    if (value > 10000) error("repetition counts past 10000 are not supported");
     return value;
   }
 
@@ -244,6 +253,8 @@ class RegexCompiler {
           value = value * 16 + uint32_t(d);
           ++pos_;
         }
+        if (value >= 0xD800 && value <= 0xDFFF)
+          error("\\u", std::hex, value, " is a UTF-16 surrogate: write the character itself");
         out = value;
         return true;
       }
@@ -260,6 +271,7 @@ class RegexCompiler {
   std::string atom() {
     const uint32_t c = cps_[pos_++];
     if (c == '(') {
+      if (++depth_ > 128) error("groups nested deeper than 128 are not supported");
       if (peek() == '?') {
         if (pos_ + 1 < cps_.size() && cps_[pos_ + 1] == ':') {
           pos_ += 2;
@@ -270,6 +282,7 @@ class RegexCompiler {
       std::string inner = alternation();
       if (peek() != ')') error("expecting ')'");
       ++pos_;
+      --depth_;
       return "(" + (inner.empty() ? std::string("\"\"") : " " + inner) + " )";
     }
     if (c == '[') return char_set(bracket(), in_json_string_);
@@ -320,6 +333,7 @@ class RegexCompiler {
 
   std::vector<uint32_t> cps_;
   size_t pos_ = 0;
+  int depth_ = 0;
   bool in_json_string_;
 };
 
@@ -356,7 +370,8 @@ class SchemaCompiler {
     for (char c : hint) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '-') ? c : '-';
     if (name.empty()) name = "r";
     std::string unique = name;
-    for (int i = 2; rules_.count(unique) || reserved(unique); ++i) unique = name + "-" + std::to_string(i);
+    int& suffix = suffixes_[name];  // the last one tried: many rules of one hint stay linear
+    while (rules_.count(unique) || reserved(unique)) unique = name + "-" + std::to_string(++suffix + 1);
     rules_[unique] = body;
     return unique;
   }
@@ -389,16 +404,31 @@ class SchemaCompiler {
     for (const auto& [key, value] : schema.items())
       if (!ignored.count(key) && !known.count(key)) error(path, "'", key, "' is not supported");
 
-    if (schema.contains("$ref")) {
-      if (schema.size() > 1 + count_ignored(schema, ignored)) error(path, "'$ref' beside other keywords is not supported");
-      return reference(schema["$ref"], path);
+    if (++depth_ > kMaxDepth) error(path, "schemas nested deeper than ", kMaxDepth, " are not supported");
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
+    // A combining keyword stands alone (beside annotations): what a sibling would add is refused
+    // by name rather than dropped. `enum` and `const` may say their `type`: values of another
+    // type are then left out.
+    for (const char* combiner : {"$ref", "const", "enum", "anyOf", "oneOf", "allOf"}) {
+      if (!schema.contains(combiner)) continue;
+      for (const auto& [key, value] : schema.items()) {
+        const bool typed_value = (std::string_view(combiner) == "enum" || std::string_view(combiner) == "const") &&
+                                 key == "type";
+        if (key != combiner && !ignored.count(key) && !typed_value)
+          error(path, "'", key, "' beside '", combiner, "' is not supported");
+      }
     }
-    if (schema.contains("const")) return literal(schema["const"].dump());
-    if (schema.contains("enum")) {
-      const Json& values = schema["enum"];
+    if (schema.contains("$ref")) return reference(schema["$ref"], path);
+    if (schema.contains("const") || schema.contains("enum")) {
+      Json values = schema.contains("const") ? Json::array({schema["const"]}) : schema["enum"];
       if (!values.is_array() || values.empty()) error(path, "'enum' must be a non-empty array");
       std::vector<std::string> options;
-      for (const Json& v : values) options.push_back(literal(v.dump()));
+      for (const Json& v : values)
+        if (!schema.contains("type") || of_type(v, schema["type"], path)) options.push_back(literal(v.dump()));
+      if (options.empty()) error(path, "no value of 'enum'/'const' has the 'type' ", schema["type"].dump());
       return alternatives(options);
     }
     for (const char* key : {"anyOf", "oneOf"})
@@ -443,10 +473,22 @@ class SchemaCompiler {
     return alternatives(options);
   }
 
-  static size_t count_ignored(const Json& schema, const std::set<std::string>& ignored) {
-    size_t n = 0;
-    for (const auto& [key, value] : schema.items()) n += ignored.count(key);
-    return n;
+  // Whether JSON value `v` has `type` (a name or a list of names).
+  static bool of_type(const Json& v, const Json& type, const std::string& path) {
+    auto is = [&](const Json& t) {
+      if (!t.is_string()) error(path, "'type' must be a string or a list of strings");
+      const std::string name = t.get<std::string>();
+      if (name == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+      if (name == "number") return v.is_number();
+      if (name == "string") return v.is_string();
+      if (name == "boolean") return v.is_boolean();
+      if (name == "null") return v.is_null();
+      if (name == "object") return v.is_object();
+      if (name == "array") return v.is_array();
+      error(path, "unknown type '", name, "'");
+    };
+    if (!type.is_array()) return is(type);
+    return std::any_of(type.begin(), type.end(), is);
   }
 
   std::string typed(const Json& schema, const std::string& t, const std::string& path, const std::string& hint) {
@@ -542,6 +584,7 @@ class SchemaCompiler {
     };
     std::vector<Node> trie(1);
     for (const std::string& n : names) {
+      if (n.size() > 1024) fail("json-schema", "property names longer than 1024 bytes are not supported");
       int at = 0;
       for (uint32_t c : decode_utf8_lenient(n)) {
         auto it = trie[size_t(at)].next.find(c);
@@ -553,20 +596,22 @@ class SchemaCompiler {
       }
       trie[size_t(at)].is_name = true;
     }
-    const std::string rest = "char*";
-    auto body = [&](auto&& self, int at) -> std::string {
-      const Node& node = trie[size_t(at)];
+    // One rule per trie node, so a long name costs rules, not recursion.
+    std::vector<std::string> node_rule(trie.size());
+    for (size_t at = 0; at < trie.size(); ++at) node_rule[at] = new_rule(hint + "-key", "\"\"");
+    for (size_t at = 0; at < trie.size(); ++at) {
+      const Node& node = trie[at];
       std::vector<std::string> options;
       if (!node.is_name) options.push_back("\"\\\"\"");
       std::vector<Range> taken;
       for (const auto& [c, child] : node.next) {
         taken.emplace_back(c, c);
-        options.push_back(char_set({{c, c}}, true) + " " + self(self, child));
+        options.push_back(char_set({{c, c}}, true) + " " + node_rule[size_t(child)]);
       }
-      options.push_back(char_set(complement(taken), true) + " " + rest + " \"\\\"\"");
-      return alternatives(options);
-    };
-    return new_rule(hint + "-other-key", "\"\\\"\" " + body(body, 0));
+      options.push_back(char_set(complement(taken), true) + " char* \"\\\"\"");
+      rules_[node_rule[at]] = alternatives(options);
+    }
+    return new_rule(hint + "-other-key", "\"\\\"\" " + node_rule[0]);
   }
 
   std::string object(const Json& schema, const std::string& path, const std::string& hint) {
@@ -589,43 +634,46 @@ class SchemaCompiler {
         names.push_back(name);
       }
     }
-    for (const std::string& name : required)
-      if (std::find(names.begin(), names.end(), name) == names.end()) {
-        properties.emplace_back(name, "value");
-        names.push_back(name);
-      }
     std::string extra_value;  // empty: no extra keys
     if (!schema.contains("additionalProperties") || schema["additionalProperties"] == Json(true)) {
       extra_value = "value";
     } else if (schema["additionalProperties"] != Json(false)) {
       extra_value = visit(schema["additionalProperties"], path + "/additionalProperties", hint + "-extra");
     }
+    // A required name without a declared schema is an extra member that must be there.
+    for (const std::string& name : required)
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        if (extra_value.empty())
+          error(path, "'required' names '", name, "', which 'properties' lacks and 'additionalProperties' forbids");
+        properties.emplace_back(name, extra_value);
+        names.push_back(name);
+      }
     std::string extra;
     if (!extra_value.empty())
       extra = new_rule(hint + "-extra-kv", key_other_than(names, hint) + " ws \":\" ws " + extra_value + " ws");
 
-    // tail(i, first): the members from property i on, `first` when none came before.
+    // tail[i][first]: the members from property i on, `first` when none came before; built from
+    // the last property back, so a long property list costs rules, not recursion.
     const size_t n = properties.size();
-    std::map<std::pair<size_t, bool>, std::string> tails;
-    auto tail = [&](auto&& self, size_t i, bool first) -> std::string {
-      if (const auto it = tails.find({i, first}); it != tails.end()) return it->second;
-      std::string body;
-      if (i == n) {
-        if (extra.empty()) {
-          body = "\"\"";
+    std::vector<std::array<std::string, 2>> tail(n + 1);
+    for (size_t i = n + 1; i-- > 0;)
+      for (const bool first : {false, true}) {
+        std::string body;
+        if (i == n) {
+          if (extra.empty()) {
+            body = "\"\"";
+          } else {
+            body = first ? "( " + extra + " ( \",\" ws " + extra + " )* )?" : "( \",\" ws " + extra + " )*";
+          }
         } else {
-          body = first ? "( " + extra + " ( \",\" ws " + extra + " )* )?" : "( \",\" ws " + extra + " )*";
+          const std::string member =
+              literal(Json(properties[i].first).dump()) + " ws \":\" ws " + properties[i].second + " ws";
+          const std::string present = (first ? "" : "\",\" ws ") + member + " " + tail[i + 1][0];
+          body = required.count(properties[i].first) ? present : "( " + present + " | " + tail[i + 1][first] + " )";
         }
-      } else {
-        const std::string member = literal(Json(properties[i].first).dump()) + " ws \":\" ws " + properties[i].second + " ws";
-        const std::string present = (first ? "" : "\",\" ws ") + member + " " + self(self, i + 1, false);
-        body = required.count(properties[i].first) ? present : "( " + present + " | " + self(self, i + 1, first) + " )";
+        tail[i][first] = new_rule(hint + "-members", body);
       }
-      const std::string name = new_rule(hint + "-members", body);
-      tails[{i, first}] = name;
-      return name;
-    };
-    return new_rule(hint + "-object", "\"{\" ws " + tail(tail, 0, true) + " \"}\"");
+    return new_rule(hint + "-object", "\"{\" ws " + tail[0][1] + " \"}\"");
   }
 
   std::string reference(const Json& ref, const std::string& path) {
@@ -647,9 +695,12 @@ class SchemaCompiler {
     return rule;
   }
 
+  static constexpr int kMaxDepth = 64;  // nested schemas (each level is a recursive call)
   Json root_;
   std::map<std::string, std::string>& rules_;
   std::map<std::string, std::string> refs_;
+  std::map<std::string, int> suffixes_;
+  int depth_ = 0;
 };
 
 }  // namespace

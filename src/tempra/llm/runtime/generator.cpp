@@ -200,6 +200,19 @@ void Generator::reset() {
   tokens_.clear();
 }
 
+size_t grammar_prefix(GrammarMatcher& grammar, std::span<const int32_t> draft) {
+  const GrammarMatcher::Position start = grammar.position();
+  size_t ok = 0;
+  try {
+    while (ok < draft.size() && grammar.accept(draft[ok])) ++ok;
+  } catch (const std::exception&) {
+    // A draft may lead the matcher where no generation would go, past one of its limits: the
+    // draft stops there; the generation itself is untouched.
+  }
+  grammar.restore(start);
+  return ok;
+}
+
 // The draft to verify after `previous` (into `draft`; returns how many of its tokens, 0: decode
 // plainly): the drafter's continuation, no longer than the output and the cache have room for,
 // cut at the first token the grammar would refuse, then as much of it as the gate finds worth it.
@@ -216,13 +229,7 @@ int Generator::draft_after(int32_t previous, const GenerateOptions& options, Sam
   draft = std::move(d.tokens);
   draft_match_ = d.match_length;
   if (draft.empty()) return 0;
-  if (GrammarMatcher* grammar = sampler.grammar()) {
-    const GrammarMatcher::Position start = grammar->position();  // already past `previous`
-    size_t ok = 0;
-    while (ok < draft.size() && grammar->accept(draft[ok])) ++ok;
-    grammar->restore(start);
-    draft.resize(ok);
-  }
+  if (GrammarMatcher* grammar = sampler.grammar()) draft.resize(grammar_prefix(*grammar, draft));
   return options.speculative.always ? int(draft.size()) : gate_.choose(int(draft.size()), draft_match_);
 }
 

@@ -136,6 +136,10 @@ struct GenerateOptions {
   SpeculativeOptions speculative = {};
 };
 
+// How many of `draft`'s tokens the grammar allows in a row from its position (which it keeps):
+// a speculative draft is cut there.
+size_t grammar_prefix(GrammarMatcher& grammar, std::span<const int32_t> draft);
+
 // A sampler for `options` (its chain, and the grammar's matcher over `vocab` when constrained).
 // `vocab` may be null when options.grammar is.
 Sampler make_sampler(const GenerateOptions& options, const std::shared_ptr<const GrammarVocab>& vocab);

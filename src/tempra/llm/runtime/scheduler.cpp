@@ -149,6 +149,7 @@ void Scheduler::admit() {
     }
     best->cache.truncate(best_keep);
     best->tokens.resize(size_t(best_keep));
+    best->drafter.truncate(size_t(best_keep));  // the previous request's tokens past the shared prefix
     best->pending = -1;
     best->last_used = ++clock_;
     try {
@@ -224,13 +225,7 @@ int Scheduler::plan_draft(Slot& slot, int rows_before, double tokens_before, int
   if (room <= 0) return 0;
   ContextDrafter::Draft d = slot.drafter.draft(int(room));
   if (d.tokens.empty()) return 0;
-  if (GrammarMatcher* grammar = r.sampler.grammar()) {
-    const GrammarMatcher::Position start = grammar->position();  // already past `pending`
-    size_t ok = 0;
-    while (ok < d.tokens.size() && grammar->accept(d.tokens[ok])) ++ok;
-    grammar->restore(start);
-    d.tokens.resize(ok);
-  }
+  if (GrammarMatcher* grammar = r.sampler.grammar()) d.tokens.resize(grammar_prefix(*grammar, d.tokens));
   const int available = std::min({int(d.tokens.size()), SpeculationGate::kMaxRows - 1, max_rows});
   const int k = spec.always ? available : gate_.choose(available, d.match_length, rows_before, tokens_before);
   slot.draft_match = d.match_length;
@@ -309,7 +304,7 @@ bool Scheduler::step() {
   const auto start = std::chrono::steady_clock::now();
   model_->forward(*ctx_, rows, *buffers_);
   const double ms = ms_since(start);
-  if (speculate) gate_.record_step(int(std::min<int64_t>(options_.batch - budget, SpeculationGate::kMaxRows)), ms);
+  if (speculate && options_.batch - budget <= SpeculationGate::kMaxRows) gate_.record_step(int(options_.batch - budget), ms);
   int64_t prompt_tokens = 0, generated = 0;
   int64_t logit_row = 0;
   for (const Part& p : parts) {
