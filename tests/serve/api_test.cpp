@@ -346,7 +346,11 @@ bool wait_until(const std::function<bool()>& done) {
 }
 
 // A prompt the scripts do not continue: the model then samples freely, so it runs until max_tokens.
-constexpr const char* kLongRun = R"({"prompt": "zq", "max_tokens": 200, "stream": true, "temperature": 1.0})";
+// A request that cannot end before its 200 tokens: the scripted model, left to itself, soon walks
+// into its tool-call chain and ends (often within a few tokens), so a grammar holds the end back.
+constexpr const char* kLongRun = R"({"prompt": "zq", "max_tokens": 200, "stream": true, "temperature": 1.0,
+  "response_format": {"type": "json_schema", "json_schema": {"name": "long", "schema": {"type": "string",
+  "minLength": 5000}}}})";
 
 TEST(ServeApi, a_client_that_leaves_mid_stream_cancels_its_request_and_frees_the_slot) {
   const Server s({}, {.slots = 1, .context = 256, .batch = 64, .chunk = 32, .max_queue = 4});

@@ -126,6 +126,9 @@ void Scheduler::admit() {
       next = std::move(queue_.front());
       queue_.pop_front();
       stats_.queued = int64_t(queue_.size());
+      // It holds a slot from now on, for submit()'s queue count too: admission can take a while
+      // (the first constrained request builds the grammar vocabulary). count_busy_slots() recounts.
+      ++stats_.busy_slots;
     }
     const std::vector<int32_t>& prompt = next.request.prompt;
     const auto n = static_cast<int64_t>(prompt.size());
