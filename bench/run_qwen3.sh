@@ -62,8 +62,15 @@ for w in $WHAT; do
       text="$MODELS/common-licenses-1MiB.txt"
       if [ ! -f "$text" ]; then
         files=$(find /usr/share/common-licenses -maxdepth 1 -type f | sort)
+        # Into a file, then cut: `cat ... | head -c` kills cat with SIGPIPE, which pipefail makes
+        # the script's exit status (141).
         # shellcheck disable=SC2086
-        for _ in 1 2 3 4 5 6; do cat $files; done | head -c 1048576 > "$text"
+        for _ in 1 2 3 4 5 6; do cat $files; done > "$text.part"
+        if [ "$(wc -c < "$text.part")" -lt 1048576 ]; then
+          echo "run_qwen3.sh: /usr/share/common-licenses holds less than 1 MiB in six copies" >&2
+          exit 1
+        fi
+        truncate -s 1048576 "$text.part" && mv "$text.part" "$text"
       fi
       echo "## tokenizer, $(wc -c < "$text") bytes; load: $(uptime | sed 's/.*load/load/')"
       "$BENCH" tokenize "$path" "$text" --reps 5
