@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "args.h"
+#include "bench.h"
 #include "build_info.h"
 #include "chat.h"
 #include "generate.h"
@@ -70,6 +71,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::tokenize_command(), tempra::app::run_tokenize},
       {tempra::app::synth_command(), tempra::app::run_synth},
       {tempra::app::serve_command(), tempra::app::run_serve},
+      {tempra::app::bench_command(), tempra::app::run_bench},
   };
   return table;
 }

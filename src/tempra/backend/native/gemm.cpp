@@ -293,13 +293,18 @@ void gemm_skinny_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
 // 16-bit floats). Lane l of acc[r][q] sums the products with p = l (mod kLanes) in increasing
 // p, so cutting [0, k) into chunks (multiples of kLanes but the last) changes nothing. Only the
 // chunk that ends at k has a partial vector.
+// Each y row's bytes `ahead` bytes on are prefetched as it is read (0: none).
 template <int R, int C, class W>
-inline void dot_tile_chunk(int64_t p0, int64_t p1, const float* const* x, const W* const* y, V (&acc_io)[R][C]) {
+inline void dot_tile_chunk(int64_t p0, int64_t p1, const float* const* x, const W* const* y, V (&acc_io)[R][C],
+                           size_t ahead) {
   V acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < C; ++q) acc[r][q] = acc_io[r][q];
   int64_t p = p0;
   for (; p + kLanes <= p1; p += kLanes) {
+    if (ahead != 0)
+      for (int q = 0; q < C; ++q)
+        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(y[q] + p) + ahead), 0, 3);
     V yv[C];
     for (int q = 0; q < C; ++q) yv[q] = load_row(y[q] + p);
     for (int r = 0; r < R; ++r) {
@@ -339,6 +344,8 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   static_assert(kChunk % kLanes == 0 && kSkinnyRows % R == 0);
   const int64_t column_blocks = (n + C - 1) / C, row_tiles = (m + R - 1) / R;
   const int64_t grain = std::max<int64_t>(1, 32768 / (k * m + 1));
+  // The next column block's rows, read by the same task next (prefetch.h says why).
+  const size_t ahead = w_row * C * sizeof(W);
   pool.parallel_for(column_blocks, grain, [&](int64_t first, int64_t last) {
     V acc[kSkinnyRows / R][R][C];
     for (int64_t jb = first; jb < last; ++jb) {
@@ -358,10 +365,10 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
           // A last tile of fewer rows runs a narrower kernel instead of repeating a row (m = 1:
           // decode, where a repeated row would be 3 FMAs wasted for every useful one).
           switch (std::min<int64_t>(R, m - i0)) {
-            case 1: dot_tile_chunk<1, C>(p0, p1, x, y, reinterpret_cast<V(&)[1][C]>(acc[t])); break;
-            case 2: dot_tile_chunk<2, C>(p0, p1, x, y, reinterpret_cast<V(&)[2][C]>(acc[t])); break;
-            case 3: dot_tile_chunk<3, C>(p0, p1, x, y, reinterpret_cast<V(&)[3][C]>(acc[t])); break;
-            default: dot_tile_chunk<R, C>(p0, p1, x, y, acc[t]); break;
+            case 1: dot_tile_chunk<1, C>(p0, p1, x, y, reinterpret_cast<V(&)[1][C]>(acc[t]), ahead); break;
+            case 2: dot_tile_chunk<2, C>(p0, p1, x, y, reinterpret_cast<V(&)[2][C]>(acc[t]), ahead); break;
+            case 3: dot_tile_chunk<3, C>(p0, p1, x, y, reinterpret_cast<V(&)[3][C]>(acc[t]), ahead); break;
+            default: dot_tile_chunk<R, C>(p0, p1, x, y, acc[t], ahead); break;
           }
         }
       }

@@ -31,6 +31,7 @@
 #include <span>
 
 #include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
@@ -68,6 +69,7 @@ TEMPRA_AVX2 float dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     const int s = dot_i8x32(x[b].qs, y[b].qs);
     sum += static_cast<float>(s) * (f16c_to_f32(x[b].d) * f16c_to_f32(y[b].d));
   }
@@ -82,6 +84,7 @@ TEMPRA_AVX2 float dot_q4_0(int64_t n, const void* w, const void* a) {
   const __m256i ones16 = _mm256_set1_epi16(1);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     // Codes 0..15: low nibbles are elements 0..15, high nibbles 16..31.
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
     const __m256i codes =
@@ -130,6 +133,7 @@ TEMPRA_AVX2 float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
   const __m256i sixteen = _mm256_set1_epi8(16);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     // Eight int16 each; int32 j of scale_pairs is (scale_2j, scale_2j+1), the (A, B) pair below.
     __m128i scale_pairs, mins;
     unpack_scales_mins_k4(x[b].scales, scale_pairs, mins);
@@ -182,6 +186,7 @@ TEMPRA_AVX2 float dot_q6_k(int64_t n, const void* w, const void* a) {
   const __m256i thirty_two = _mm256_set1_epi8(32);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = load256(x[b].ql + 64 * h), ql1 = load256(x[b].ql + 64 * h + 32);
@@ -224,6 +229,7 @@ TEMPRA_AVX2 float dot_tq2_0(int64_t n, const void* w, const void* a) {
   const __m256i two_bits = _mm256_set1_epi8(3), ones = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
   float sum = 0;
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     __m256i pairs = _mm256_setzero_si256();  // int16, each within 8 * 2 * 2 * 128
     for (int g = 0; g < 2; ++g) {
       const __m256i packed = load256(x[b].qs + 32 * g);

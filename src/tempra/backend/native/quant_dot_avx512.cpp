@@ -23,6 +23,7 @@
 #include <span>
 
 #include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
@@ -60,6 +61,7 @@ TEMPRA_VNNI float dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     const int s = dot_i8x32(x[b].qs, y[b].qs);
     sum += static_cast<float>(s) * (f16c_to_f32(x[b].d) * f16c_to_f32(y[b].d));
   }
@@ -73,6 +75,7 @@ TEMPRA_VNNI float dot_q4_0(int64_t n, const void* w, const void* a) {
   const __m256i ones = _mm256_set1_epi8(1);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     // Codes 0..15: low nibbles are elements 0..15, high nibbles 16..31.
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[b].qs));
     const __m256i codes =
@@ -160,6 +163,7 @@ TEMPRA_VNNI float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     // Eight int16 each; the scales' words (scale_0, scale_1), (scale_2, scale_3), ... are the
     // (A, B) scale pairs below.
     __m128i scale_pairs, mins;
@@ -218,6 +222,7 @@ TEMPRA_VNNI float dot_q6_k(int64_t n, const void* w, const void* a) {
   const __m512i lane_of = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     __m512i lanes_low = _mm512_setzero_si512(), lanes_high = _mm512_setzero_si512();
     for (int half = 0; half < 2; ++half) {
       const __m512i low_bits = _mm512_loadu_si512(x[b].ql + 64 * half);
@@ -261,6 +266,7 @@ TEMPRA_VNNI float dot_tq2_0(int64_t n, const void* w, const void* a) {
   const __m512i two_bits = _mm512_set1_epi8(3), ones = _mm512_set1_epi8(1);
   float sum = 0;
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     const __m512i packed = _mm512_loadu_si512(x[b].qs);  // groups 0 and 1
     __m512i code_dot = _mm512_setzero_si512(), a_sum = _mm512_setzero_si512();
     for (int plane = 0; plane < 4; ++plane) {

@@ -25,6 +25,7 @@
 
 #include <span>
 
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
@@ -51,6 +52,7 @@ float dot_q8_0(int64_t n, const void* w, const void* a) {
   const auto* y = static_cast<const BlockQ8_0*>(a);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     int32x4_t acc = dot16(vdupq_n_s32(0), vld1q_s8(x[b].qs), vld1q_s8(y[b].qs));
     acc = dot16(acc, vld1q_s8(x[b].qs + 16), vld1q_s8(y[b].qs + 16));
     const int s = vaddvq_s32(acc);
@@ -66,6 +68,7 @@ float dot_q4_0(int64_t n, const void* w, const void* a) {
   const int8x16_t eight = vdupq_n_s8(8);
   float sum = 0;
   for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     // Low nibbles are elements 0..15, high nibbles 16..31; values c - 8 in -8..7.
     const uint8x16_t packed = vld1q_u8(x[b].qs);
     const int8x16_t low = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(packed, nibble)), eight);
@@ -110,6 +113,7 @@ float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
   const uint8x16_t nibble = vdupq_n_u8(0x0F), sixteen = vdupq_n_u8(16);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     int16_t scales[8], mins[8];
     detail::unpack_scales_mins_k4(x[b].scales, scales, mins);
     const int min_sum = mins_dot_bsums(mins, y[b].bsums);
@@ -155,6 +159,7 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
   const int8x16_t thirty_two = vdupq_n_s8(32);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     int32x4_t lanes_low = vdupq_n_s32(0), lanes_high = vdupq_n_s32(0);
     for (int h = 0; h < 2; ++h) {
       for (int k = 0; k < 2; ++k) {  // l in 16 k .. 16 k + 15
@@ -193,6 +198,7 @@ float dot_tq2_0(int64_t n, const void* w, const void* a) {
   const int8x16_t one = vdupq_n_s8(1);
   float sum = 0;
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
     int32x4_t acc = vdupq_n_s32(0);
     for (int g = 0; g < 2; ++g) {
       for (int half = 0; half < 2; ++half) {
