@@ -575,7 +575,9 @@ TEST(TempraBench, bad_flags_exit_2_and_a_missing_model_1) {
     const Outcome r = tempra(c.args);
     EXPECT_EQ(r.exit, c.exit) << describe(r);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << "want '" << c.message << "' in\n" << describe(r);
-    if (c.exit == 2) EXPECT_EQ(r.out, "") << "a usage error printed a table";
+    if (c.exit == 2) {
+      EXPECT_EQ(r.out, "") << "a usage error printed a table";
+    }
   }
 }
 

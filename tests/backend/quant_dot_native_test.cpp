@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "tempra/backend/quant_dot.h"
+#include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
 
@@ -214,6 +216,95 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
   if (!native::quant_dot_arms().empty()) {
     EXPECT_GT(compared, 0);
   }
+}
+
+// Each arm's quant_dot_gemm (its integer GEMM where it has one, the blocked dot loop where not)
+// gives every element exactly the scalar dot's float: encoded rows at two spreads and arbitrary
+// bytes, row and column counts that leave partial micro-tiles, 1 and 2 threads, an output row
+// stride wider than n (nothing written past n).
+TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
+  std::mt19937 rng(31);
+  std::normal_distribution<float> gauss;
+  ThreadPool one(1), two(2);
+  int gemms = 0;
+  for (const native::QuantDotArm& arm : native::quant_dot_arms()) {
+    for (const QuantDot& d : arm.dots) {
+      gemms += d.gemm != nullptr;
+      const quant::QuantFormat& wf = *quant::find_format(d.weight);
+      const quant::QuantFormat& af = *quant::find_format(d.activation);
+      const QuantDot& scalar = *find_quant_dot(d.weight, Backend::scalar);
+      const int64_t unit = std::max(wf.block_elems, af.block_elems);
+      for (const auto& [m, n, blocks] : std::vector<std::array<int64_t, 3>>{
+               {1, 5, 1}, {4, 16, 2}, {5, 17, 3}, {7, 33, 1}, {13, 70, 2}, {40, 36, 5}}) {
+        const int64_t k = blocks * unit;
+        for (int trial = 0; trial < 3; ++trial) {
+          std::vector<float> w32(static_cast<size_t>(n * k), 0.0f), a32(static_cast<size_t>(m * k), 0.0f);
+          for (auto& v : w32) v = gauss(rng) * (trial == 1 ? 1e3f : 1.0f);
+          for (auto& v : a32) v = gauss(rng);
+          std::vector<uint8_t> w = encode(wf, w32), a = encode(af, a32);
+          if (trial == 2 && af.block_elems == quant::kBlock32) {  // arbitrary bytes, -128 included
+            for (auto& v : w) v = trial_byte(0, rng);
+            for (auto& v : a) v = trial_byte(4, rng);
+            set_weight_scales(wf, w, rng);
+            set_finite_scales<quant::BlockQ8_0>(a, rng);
+          }
+          const int64_t ldc = n + 3;
+          for (ThreadPool* pool : {&one, &two}) {
+            std::vector<float> c(static_cast<size_t>(m * ldc), -7.0f);
+            quant_dot_gemm(d, m, n, k, a.data(), w.data(), c.data(), ldc, *pool);
+            for (int64_t i = 0; i < m; ++i) {
+              for (int64_t j = 0; j < n; ++j) {
+                const float got = c[static_cast<size_t>(i * ldc + j)];
+                const float want = scalar.dot(k, w.data() + j * wf.dtype.bytes_for(k), a.data() + i * af.dtype.bytes_for(k));
+                ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+                    << arm.name << " " << wf.name << " m=" << m << " n=" << n << " k=" << k << " trial " << trial
+                    << " threads " << pool->size() << " at (" << i << ", " << j << "): " << got << " vs " << want;
+              }
+              for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[static_cast<size_t>(i * ldc + j)], -7.0f) << "wrote past n";
+            }
+          }
+        }
+      }
+    }
+  }
+  if (has_arm("avx512vnni")) EXPECT_GE(gemms, 2) << "Q8_0 and Q4_0 have AVX-512 VNNI GEMMs";
+}
+
+// Each arm's partner encoder writes the reference encoder's bytes: gaussian rows at several
+// scales, rows of halves (x * id lands on .5 exactly, where Q8_0 rounds away from zero and Q8_K
+// to even), half-zero rows, and blocks whose extreme appears with both signs (the first sets
+// Q8_K's sign).
+TEST(QuantDotNative, partner_encoders_write_the_reference_bytes) {
+  std::mt19937 rng(37);
+  std::normal_distribution<float> gauss;
+  std::uniform_int_distribution<int> halves(-254, 254);
+  int compared = 0;
+  for (const native::QuantDotArm& arm : native::quant_dot_arms()) {
+    for (const QuantDot& d : arm.dots) {
+      if (d.quantize == nullptr) continue;
+      ++compared;
+      const quant::QuantFormat& af = *quant::find_format(d.activation);
+      const int64_t k = 4 * quant::kSuperBlock;
+      for (int trial = 0; trial < 40; ++trial) {
+        std::vector<float> x(static_cast<size_t>(k), 0.0f);
+        for (auto& v : x) v = gauss(rng) * std::exp2(static_cast<float>(trial % 9) - 4.0f);
+        if (trial % 4 == 1)
+          for (auto& v : x) v = static_cast<float>(halves(rng)) * 0.5f;  // amax 127: id 1, x * id on halves
+        if (trial % 4 == 2) std::fill(x.begin(), x.begin() + k / 2, 0.0f);
+        if (trial % 4 == 3) {
+          x[5] = -100.0f;
+          x[9] = 100.0f;  // the same magnitude, the negative first
+          x[quant::kSuperBlock + 3] = 50.0f;
+          x[quant::kSuperBlock + 7] = -50.0f;
+        }
+        std::vector<uint8_t> want(af.dtype.bytes_for(k)), got(want.size(), 0xAB);
+        af.quantize_row(x.data(), want.data(), k);
+        d.quantize(x.data(), got.data(), k);
+        ASSERT_EQ(got, want) << arm.name << " " << af.name << ", trial " << trial;
+      }
+    }
+  }
+  if (has_arm("avx2")) EXPECT_GE(compared, 6) << "the x86 arms encode Q8_0 and Q8_K for every format";
 }
 
 }  // namespace

@@ -19,16 +19,39 @@
 
 namespace tempra {
 
+// c[i * ldc + j] = dot(k, row j of w, row i of a) for i < m, j < n: a is m rows of the partner
+// format, w n rows of the weight format, both contiguous (bytes_for(k) apart).
+using QuantDotGemm = void (*)(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                              ThreadPool& pool);
+
 struct QuantDot {
   DType weight;
   DType activation;  // the partner format activations are quantized to
   // sum over n elements of weight_row * activation_row; n a multiple of the block size.
   float (*dot)(int64_t n, const void* weight_row, const void* activation_row);
+  // The same products for many rows at once, bit for bit what `dot` returns for each element
+  // (the same integer sums, the same float operations in the same order), from weights packed
+  // per call into the layout of an integer micro-kernel; null where the arm has none.
+  QuantDotGemm gemm = nullptr;
+  // The partner format's row encoder, bytes identical to its reference quantize_row
+  // (quant/formats.h); null where the arm has none.
+  void (*quantize)(const float* in, void* blocks, int64_t k) = nullptr;
 };
 
 // The dot for rows of `weight`, or null when the format has none (yet). With Backend::native,
 // the first of native::quant_dot_arms() that has the format, else scalar.
 const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
+
+// c = a w^T through `dot`, bit for bit dot.dot per element whatever m is and however the work
+// is split: dot.gemm from kQuantGemmMinRows rows where the arm has one (its weight packing is
+// paid once per call, so fewer rows read the weights in place), else a block of weight rows
+// at a time against every row of a, so m rows read the weights from memory once, not m times.
+inline constexpr int64_t kQuantGemmMinRows = 4;
+// Rows of activations (rows x k floats, contiguous) to dot.activation's format, row after row
+// into `out`: the arm's encoder where it has one, else the reference; the same bytes either way.
+void quantize_activations(const QuantDot& dot, const float* x, int64_t rows, int64_t k, void* out, ThreadPool& pool);
+void quant_dot_gemm(const QuantDot& dot, int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c,
+                    int64_t ldc, ThreadPool& pool);
 
 namespace native {
 
@@ -43,6 +66,9 @@ struct QuantDotArm {
 struct HotFormatDots {
   using Dot = float (*)(int64_t, const void*, const void*);
   Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
+  QuantDotGemm q8_0_gemm = nullptr, q4_0_gemm = nullptr;
+  using Quantize = void (*)(const float*, void*, int64_t);
+  Quantize q8_0_rows = nullptr, q8_k_rows = nullptr;  // the partners' encoders
 };
 std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& dots);
 

@@ -69,18 +69,8 @@ Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w) {
   Dims out_shape = x.shape();
   out_shape[out_shape.size() - 1] = n;
   Array out = Array::empty(ctx, out_shape, DType::f32);
-  const auto* wp = static_cast<const uint8_t*>(w.raw_data());
-  const auto* xp = static_cast<const uint8_t*>(xq.raw_data());
-  const size_t w_row = w.dtype().bytes_for(k), x_row = dot->activation.bytes_for(k);
-  float* y = out.data<float>();
-  // One output element per index: each is one dot product with one owner, so any split of the
-  // work gives the same bits.
-  ctx.threads().parallel_for(rows * n, 1 + 4096 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const int64_t r = i / n, j = i % n;
-      y[i] = dot->dot(k, wp + static_cast<size_t>(j) * w_row, xp + static_cast<size_t>(r) * x_row);
-    }
-  });
+  // Each output element is one dot product, the same bits however the rows are split.
+  if (rows > 0) quant_dot_gemm(*dot, rows, n, k, xq.raw_data(), w.raw_data(), out.data<float>(), n, ctx.threads());
   return out;
 }
 

@@ -292,11 +292,22 @@ bool cpu_has_vnni() {
 
 }  // namespace
 
+// quantize_rows_x86.cpp: the partners' encoders.
+void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k);
+void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k);
+// quant_gemm_avx512.cpp: the integer GEMMs of the Q8_0 and Q4_0 dots above.
+void gemm_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool);
+void gemm_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool);
+
 // This arm's dots, or none when the CPU lacks AVX-512 VNNI (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx512() {
   static const bool available = cpu_has_vnni();
   if (!available) return {};
-  static const auto table = hot_format_dots({&dot_q8_0, &dot_q4_0, &dot_q4_k, &dot_q5_k, &dot_q6_k, &dot_tq2_0});
+  static const auto table = hot_format_dots(
+      {&dot_q8_0, &dot_q4_0, &dot_q4_k, &dot_q5_k, &dot_q6_k, &dot_tq2_0, &gemm_q8_0_vnni, &gemm_q4_0_vnni,
+       &quantize_row_q8_0_avx512, &quantize_row_q8_k_avx512});
   return table;
 }
 

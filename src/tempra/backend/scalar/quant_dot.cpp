@@ -9,6 +9,7 @@
 // - IQ4_XS: one float term per 32-element sub-block, (d * scale) * sum; TQ1_0, TQ2_0: one
 //   integer sum per super-block.
 // Compiled with -ffp-contract=off so no multiply-add is fused.
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -313,12 +314,12 @@ std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
   using quant::find_format;
   const DType q8_k = find_format("q8_k")->dtype;
   return {{
-      {quant::q8_0(), quant::q8_0(), d.q8_0},
-      {quant::q4_0(), quant::q8_0(), d.q4_0},
-      {find_format("q4_k")->dtype, q8_k, d.q4_k},
-      {find_format("q5_k")->dtype, q8_k, d.q5_k},
-      {find_format("q6_k")->dtype, q8_k, d.q6_k},
-      {find_format("tq2_0")->dtype, q8_k, d.tq2_0},
+      {quant::q8_0(), quant::q8_0(), d.q8_0, d.q8_0_gemm, d.q8_0_rows},
+      {quant::q4_0(), quant::q8_0(), d.q4_0, d.q4_0_gemm, d.q8_0_rows},
+      {find_format("q4_k")->dtype, q8_k, d.q4_k, nullptr, d.q8_k_rows},
+      {find_format("q5_k")->dtype, q8_k, d.q5_k, nullptr, d.q8_k_rows},
+      {find_format("q6_k")->dtype, q8_k, d.q6_k, nullptr, d.q8_k_rows},
+      {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, d.q8_k_rows},
   }};
 }
 
@@ -370,6 +371,36 @@ const QuantDot* find_quant_dot(DType weight, Backend backend) {
   for (const QuantDot& d : table)
     if (d.weight == weight) return &d;
   return nullptr;
+}
+
+void quantize_activations(const QuantDot& dot, const float* x, int64_t rows, int64_t k, void* out, ThreadPool& pool) {
+  auto* encode = dot.quantize != nullptr ? dot.quantize : quant::find_format(dot.activation)->quantize_row;
+  const size_t row_bytes = dot.activation.bytes_for(k);
+  auto* o = static_cast<uint8_t*>(out);
+  pool.parallel_for(rows, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) encode(x + r * k, o + size_t(r) * row_bytes, k);
+  });
+}
+
+void quant_dot_gemm(const QuantDot& dot, int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c,
+                    int64_t ldc, ThreadPool& pool) {
+  if (m <= 0 || n <= 0) return;
+  if (dot.gemm != nullptr && m >= kQuantGemmMinRows) return dot.gemm(m, n, k, a, w, c, ldc, pool);
+  const size_t w_row = dot.weight.bytes_for(k), a_row = dot.activation.bytes_for(k);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  // A task is a block of kWeightRows weight rows against every activation row: the block
+  // (~17 KiB of Q8_0 at k = 1024) stays in L1 while the activations stream past it. Each output
+  // element is still one dot with one owner: any split, any blocking gives the same bits.
+  constexpr int64_t kWeightRows = 16;
+  const int64_t blocks = (n + kWeightRows - 1) / kWeightRows;
+  pool.parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t j0 = first * kWeightRows; j0 < std::min(n, last * kWeightRows); j0 += kWeightRows) {
+      const int64_t j1 = std::min(n, j0 + kWeightRows);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = j0; j < j1; ++j) c[r * ldc + j] = dot.dot(k, wp + size_t(j) * w_row, ap + size_t(r) * a_row);
+    }
+  });
 }
 
 }  // namespace tempra

@@ -153,9 +153,9 @@ namespace {
 // (Kernels::gemm_quant_weights), whose decode of all n k weights is spread over the rows; fewer
 // rows, decode steps among them, keep the quantized dots, which never dequantize. The value is
 // the native GEMM's skinny/packed threshold (kSkinnyRows in backend/native/gemm.cpp), not
-// measured as a crossover (only 512-token prefills were timed: docs/BENCHMARK.md). The two paths
-// round differently (f32 activations against Q8_0/Q8_K ones), so a quantized model's logits
-// depend on how a prompt is split into forward passes.
+// measured as a crossover. The two paths round differently (f32 activations against Q8_0/Q8_K
+// ones), so under exact numerics a quantized model's logits depend on how a prompt is split into
+// forward passes; standard and ggml numerics take the dots (as an integer GEMM) at every size.
 constexpr int64_t kDecodedWeightRows = 32;
 
 // Which kernels a sequence's rows take in a batch: the ones they would take alone. A sequence of
@@ -170,8 +170,9 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
 // block-quantized weights under exact numerics on the `many` path take the decoding GEMM, where
-// ops::linear always takes the quantized dots. `quantized`: room for m activation rows in the
-// weight's partner format. The `many` path is only asked for with more than 32 rows.
+// ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
+// activation rows in the weight's partner format. The `many` path is only asked for with more
+// than 32 rows.
 void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Qwen3Numerics numerics, RowPath path) {
   const int64_t n = w.dim(0), k = w.dim(1);
@@ -205,26 +206,8 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
     kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
   } else {
     const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
-    const quant::QuantFormat* partner = quant::find_format(dot->activation);
-    const size_t w_row = w.dtype().bytes_for(k), x_row = dot->activation.bytes_for(k);
-    auto* xq = static_cast<uint8_t*>(quantized);
-    ctx.threads().parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-      for (int64_t r = first; r < last; ++r) partner->quantize_row(x + r * k, xq + size_t(r) * x_row, k);
-    });
-    const auto* wp = static_cast<const uint8_t*>(w.raw_data());
-    // A task is a block of kWeightRows weight rows against every activation row: the block
-    // (~17 KiB of Q8_0 at k = 1024) stays in L1 while the activations stream past it, so a
-    // prompt of m rows reads the weights from memory once, not m times. Each output element is
-    // still one dot with one owner: any split, any blocking gives the same bits.
-    constexpr int64_t kWeightRows = 16;
-    const int64_t blocks = (n + kWeightRows - 1) / kWeightRows;
-    ctx.threads().parallel_for(blocks, 1, [&](int64_t first, int64_t last) {
-      for (int64_t j0 = first * kWeightRows; j0 < std::min(n, last * kWeightRows); j0 += kWeightRows) {
-        const int64_t j1 = std::min(n, j0 + kWeightRows);
-        for (int64_t r = 0; r < m; ++r)
-          for (int64_t j = j0; j < j1; ++j) y[r * n + j] = dot->dot(k, wp + size_t(j) * w_row, xq + size_t(r) * x_row);
-      }
-    });
+    quantize_activations(*dot, x, m, k, quantized, ctx.threads());
+    quant_dot_gemm(*dot, m, n, k, quantized, w.raw_data(), y, n, ctx.threads());
   }
 }
 

@@ -12,8 +12,8 @@
 // The graph is llama.cpp's src/models/qwen3.cpp. Parity: with an f32 cache the logits match
 // tools/qwen3_reference.py (float64 NumPy, same file) to 1e-5 of each position's largest logit
 // on both backends for model-scaled f32/f16/bf16 weights (measured <= 1.7e-6 up to 64 tokens)
-// and for Q8_0 weights in batches past 32 tokens (<= 2.0e-6), and to 5e-5 on the
-// quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
+// and for Q8_0 weights in batches past 32 tokens under Qwen3Numerics::exact (<= 2.0e-6), and to
+// 5e-5 on the quantizer-stress fixture weights (tests/llm/qwen3_test.cpp).
 //
 // Allocation: one forward pass writes every intermediate into a Qwen3Buffers (named after
 // llama.cpp's tensors, f32, token-major; made by make_buffers from the ExecContext's pool) and
@@ -50,21 +50,26 @@ struct Qwen3Layer {
 class Qwen3Model;
 
 // Where tempra may round differently from llama.cpp's CPU backend.
-//   exact: f16/bf16 weight matrices widened to f32 times the f32 activations, attention in f32
-//          over the widened cache (what tools/qwen3_reference.py computes in float64); with
-//          more than 32 tokens in the batch, block-quantized matrices too are decoded exactly
-//          and multiplied in f32 (Kernels::gemm_quant_weights: prefill at GEMM speed).
+//   standard (the default): f16/bf16 weight matrices widened to f32 times the f32 activations,
+//          attention in f32 over the widened cache; block-quantized matrices meet activation
+//          rows rounded to their partner format (Q8_0, Q8_K) in exact integer dots at every
+//          batch size, as ggml computes them (quant_dot_gemm: the integer GEMM of the arm for
+//          prompts, bit for bit the dots of a decode step), so a prompt's logits do not depend
+//          on how it is split into forward passes.
+//   exact: as standard, except that batches of more than 32 tokens multiply block-quantized
+//          matrices decoded exactly by the f32 activations (Kernels::gemm_quant_weights; no
+//          partner rounding: what tools/qwen3_reference.py computes in float64, which the
+//          parity tests hold it to). Decode steps keep the integer dots.
 //   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
 //          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
 //          converts src1 before the dot; products of two halves are exact in f32), and with an
 //          f16 cache and fewer than 64 tokens in the batch, attention as ggml's CPU flash
 //          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
 //          from 64 query rows ggml's tiled kernel is f32 throughout, as tempra's attention).
-//          tests/llm/qwen3_oracle_test.cpp measures what each costs.
-// Otherwise quantized weights see their partner format (Q8_0, Q8_K) as in ggml: the activation
-// rows are rounded to it and the integer dots never dequantize (every decode step, and every
-// batch under ggml numerics). f32 weights are always exact.
-enum class Qwen3Numerics : uint8_t { exact, ggml };
+//          Quantized matrices as standard. tests/llm/qwen3_oracle_test.cpp measures what each
+//          costs.
+// f32 weights are always exact.
+enum class Qwen3Numerics : uint8_t { standard, exact, ggml };
 
 // The intermediates of one forward pass of up to `tokens` rows, f32 and token-major, plus the
 // scratch the kernels need (the attention score rows for up to kv_capacity keys, the
@@ -104,7 +109,7 @@ class Qwen3Model final : public Model {
   Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   std::vector<Qwen3Layer> layers_;
   size_t quantized_row_bytes_ = 0;  // also room for a row rounded to f16/bf16 (as f32)
-  Qwen3Numerics numerics_ = Qwen3Numerics::exact;
+  Qwen3Numerics numerics_ = Qwen3Numerics::standard;
 };
 
 }  // namespace tempra::llm
