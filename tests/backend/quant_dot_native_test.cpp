@@ -227,6 +227,7 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
   std::normal_distribution<float> gauss;
   ThreadPool one(1), two(2);
   int gemms = 0;
+  unsigned j_mode = 0;
   for (const native::QuantDotArm& arm : native::quant_dot_arms()) {
     for (const QuantDot& d : arm.dots) {
       gemms += d.gemm != nullptr;
@@ -242,11 +243,13 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
           for (auto& v : w32) v = gauss(rng) * (trial == 1 ? 1e3f : 1.0f);
           for (auto& v : a32) v = gauss(rng);
           std::vector<uint8_t> w = encode(wf, w32), a = encode(af, a32);
-          if (trial == 2 && af.block_elems == quant::kBlock32) {  // arbitrary bytes, -128 included
-            for (auto& v : w) v = trial_byte(0, rng);
-            for (auto& v : a) v = trial_byte(4, rng);
+          if (trial == 2) {  // arbitrary weight bytes: every code, scale and min
+            for (auto& v : w) v = trial_byte(int(j_mode++ % 5), rng);
             set_weight_scales(wf, w, rng);
-            set_finite_scales<quant::BlockQ8_0>(a, rng);
+            if (af.block_elems == quant::kBlock32) {  // and activations with -128
+              for (auto& v : a) v = trial_byte(4, rng);
+              set_finite_scales<quant::BlockQ8_0>(a, rng);
+            }
           }
           const int64_t ldc = n + 3;
           for (ThreadPool* pool : {&one, &two}) {
@@ -267,7 +270,7 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       }
     }
   }
-  if (has_arm("avx512vnni")) EXPECT_GE(gemms, 2) << "Q8_0 and Q4_0 have AVX-512 VNNI GEMMs";
+  if (has_arm("avx512vnni")) EXPECT_GE(gemms, 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX-512 VNNI GEMMs";
 }
 
 // Each arm's partner encoder writes the reference encoder's bytes: gaussian rows at several
