@@ -17,8 +17,10 @@
 //   are widened a vector at a time in registers (F16C / NEON; Q8_0 codes times the block's
 //   scale) as the dot products and the value sums load them, so no f32 copy of the prefix is
 //   ever made.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "tempra/backend/native/native.h"
 #include "tempra/backend/native/row_math.h"
@@ -51,7 +53,7 @@ inline void scale_row(const float* x, float inv, float shift, const float* w, co
 
 constexpr int kQueryTile = 8;    // query positions per attention task
 constexpr int kMaxTileRows = 64;  // query heads per kv head x positions, at most
-constexpr int kKeyBlock = 64;
+constexpr int kKeyBlock = 32;  // keys per block: their widened K and V (32 KiB at D = 128) stay in L1
 
 }  // namespace
 
@@ -160,56 +162,172 @@ struct TileRows {
   int64_t key_end;                  // keys [0, key_end) are scored for some row
 };
 
-// The online-softmax pass of one tile over keys[j * D], values[j * Dv] (rows of KV widened as
-// they are loaded; KVElements is a pointer or Q8_0Elements); writes each row's normalized output.
+// Rows [0, count) of K or V (width elements each) widened to f32 into dst (row stride width).
+template <class KVElements>
+void widen_rows(KVElements src, int64_t count, int64_t width, float* dst) {
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t d = 0;
+    for (; d + kLanes <= width; d += kLanes) store(dst + j * width + d, load_kv(src + j * width + d));
+    if (d < width) store_partial(dst + j * width + d, load_kv_partial(src + j * width + d, int(width - d)), int(width - d));
+  }
+}
+
+// Register blocking of the two products (AVX2 has 16 vector registers, the others 32).
+constexpr int kScoreRows = 4, kScoreKeys = kLanes == 8 ? 2 : 4;
+constexpr int kValueRows = 4, kValueVectors = kLanes == 8 ? 2 : 4;
+
+// out[r * stride + j] = q_r . k_j for RR rows and KK keys (rows of k D apart): lane-wise
+// multiply-adds in increasing d, then each vector's lanes summed by reduce_add4's tree, so every
+// score has the same bits whichever block of rows and keys computes it.
+template <int RR, int KK>
+void score_tile(const float* const* q, const float* k, int64_t D, float* out, int64_t stride) {
+  V acc[RR][KK];
+  for (int r = 0; r < RR; ++r)
+    for (int j = 0; j < KK; ++j) acc[r][j] = zero();
+  int64_t d = 0;
+  for (; d + kLanes <= D; d += kLanes) {
+    V kv[KK];
+    for (int j = 0; j < KK; ++j) kv[j] = load(k + j * D + d);
+    for (int r = 0; r < RR; ++r) {
+      const V qv = load(q[r] + d);
+      for (int j = 0; j < KK; ++j) acc[r][j] = fma(qv, kv[j], acc[r][j]);
+    }
+  }
+  if (d < D) {
+    const int tail = int(D - d);
+    V kv[KK];
+    for (int j = 0; j < KK; ++j) kv[j] = load_partial(k + j * D + d, tail);
+    for (int r = 0; r < RR; ++r) {
+      const V qv = load_partial(q[r] + d, tail);
+      for (int j = 0; j < KK; ++j) acc[r][j] = fma(qv, kv[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < RR; ++r) {
+    float sums[4];
+    if constexpr (KK == 4) {
+      reduce_add4(acc[r][0], acc[r][1], acc[r][2], acc[r][3], sums);
+    } else if constexpr (KK == 2) {
+      reduce_add4(acc[r][0], acc[r][1], zero(), zero(), sums);
+    } else {
+      reduce_add4(acc[r][0], zero(), zero(), zero(), sums);
+    }
+    for (int j = 0; j < KK; ++j) out[r * stride + j] = sums[j];
+  }
+}
+
+// acc[r] = acc[r] * correction[r] + sum_j p[r][j] v_j for RR rows over `count` lanes of the value
+// dimension from d (count <= kLanes * CC; the last vector may be partial): multiply-adds in
+// increasing j, one accumulator per row and vector.
+template <int RR, int CC>
+void value_tile(float* const* acc, const float* const* p, const float* correction, const float* v, int64_t Dv,
+                int64_t keys, int64_t d, int64_t count) {
+  V a[RR][CC];
+  // Vectors past `count` are computed on zeros and never stored.
+  auto lanes_of = [&](int c) { return int(std::clamp<int64_t>(count - c * kLanes, 0, kLanes)); };
+  auto load_lanes = [&](const float* src, int c) {
+    const int lanes = lanes_of(c);
+    return lanes == kLanes ? load(src) : lanes > 0 ? load_partial(src, lanes) : zero();
+  };
+  for (int r = 0; r < RR; ++r)
+    for (int c = 0; c < CC; ++c) a[r][c] = mul(load_lanes(acc[r] + d + c * kLanes, c), set1(correction[r]));
+  for (int64_t j = 0; j < keys; ++j) {
+    V vv[CC];
+    for (int c = 0; c < CC; ++c) vv[c] = load_lanes(v + j * Dv + d + c * kLanes, c);
+    for (int r = 0; r < RR; ++r) {
+      const V pj = set1(p[r][j]);
+      for (int c = 0; c < CC; ++c) a[r][c] = fma(pj, vv[c], a[r][c]);
+    }
+  }
+  for (int r = 0; r < RR; ++r)
+    for (int c = 0; c < CC; ++c) {
+      float* dst = acc[r] + d + c * kLanes;
+      if (lanes_of(c) == kLanes) store(dst, a[r][c]);
+      else if (lanes_of(c) > 0) store_partial(dst, a[r][c], lanes_of(c));
+    }
+}
+
+// Floats of attend_tile's scratch for value dimension Dv and key dimension D.
+int64_t tile_scratch_floats(int64_t D, int64_t Dv) {
+  return kMaxTileRows * Dv + kKeyBlock * (D + Dv) + kMaxTileRows * kKeyBlock;
+}
+
+// The online-softmax pass of one tile over keys[j * D], values[j * Dv] (KVElements: a pointer
+// or Q8_0Elements); writes each row's normalized output. Per block of kKeyBlock keys, the keys
+// and values are widened to f32 once for the whole tile (not once per row), the scores of all
+// rows come from register-blocked products (score_tile), and the probabilities times the values
+// from value_tile; each score, probability and output element has the same bits whichever rows
+// share the tile, so a row's result does not depend on how its sequence is split into passes.
 template <class KVElements>
 void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t D, int64_t Dv, float scale,
-                 float* acc_all) {
+                 float* scratch) {
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  float m[kMaxTileRows], l[kMaxTileRows];
+  float* acc_all = scratch;                         // rows x Dv
+  float* widened_k = acc_all + kMaxTileRows * Dv;   // kKeyBlock x D
+  float* widened_v = widened_k + kKeyBlock * D;     // kKeyBlock x Dv
+  float* block = widened_v + kKeyBlock * Dv;        // rows x kKeyBlock: scores, then probabilities
+  float m[kMaxTileRows], l[kMaxTileRows], correction[kMaxTileRows];
+  float* acc_rows[kMaxTileRows];
+  const float* p_rows[kMaxTileRows];
   for (int64_t r = 0; r < t.rows; ++r) {
     m[r] = neg_inf;
     l[r] = 0.0f;
     std::fill(acc_all + r * Dv, acc_all + (r + 1) * Dv, 0.0f);
+    acc_rows[r] = acc_all + r * Dv;
+    p_rows[r] = block + r * kKeyBlock;
   }
-  float block[kKeyBlock];
   for (int64_t j0 = 0; j0 < t.key_end; j0 += kKeyBlock) {
-    const int64_t j1 = std::min<int64_t>(t.key_end, j0 + kKeyBlock);
-    for (int64_t r = 0; r < t.rows; ++r) {
-      // Scores of this row against the block, exactly as scalar forms them before the softmax.
+    const int64_t keys_here = std::min<int64_t>(t.key_end, j0 + kKeyBlock) - j0;
+    const float *k, *v;
+    if constexpr (std::is_same_v<KVElements, const float*>) {
+      k = keys + j0 * D;
+      v = values + j0 * Dv;
+    } else {
+      widen_rows(keys + j0 * D, keys_here, D, widened_k);
+      widen_rows(values + j0 * Dv, keys_here, Dv, widened_v);
+      k = widened_k;
+      v = widened_v;
+    }
+    // Scores, exactly as scalar forms them before the softmax: q . k * scale (+ mask).
+    int64_t r = 0;
+    for (; r + kScoreRows <= t.rows; r += kScoreRows) {
+      int64_t j = 0;
+      for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
+        score_tile<kScoreRows, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+      for (; j < keys_here; ++j) score_tile<kScoreRows, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+    }
+    for (; r < t.rows; ++r) {
+      int64_t j = 0;
+      for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
+        score_tile<1, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+      for (; j < keys_here; ++j) score_tile<1, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+    }
+    for (r = 0; r < t.rows; ++r) {
+      float* s = block + r * kKeyBlock;
       float block_max = neg_inf;
-      for (int64_t j = j0; j < j1; ++j) {
-        float score = neg_inf;
-        if (j < t.visible[r]) {
-          const KVElements kr = keys + j * D;
-          V dot = zero();
-          int64_t d = 0;
-          for (; d + kLanes <= D; d += kLanes) dot = fma(load(t.q[r] + d), load_kv(kr + d), dot);
-          if (d < D) dot = fma(load_partial(t.q[r] + d, int(D - d)), load_kv_partial(kr + d, int(D - d)), dot);
-          score = reduce_add(dot) * scale;
-        }
-        if (t.mask[r]) score += t.mask[r][j * t.mask_stride];
-        block[j - j0] = score;
+      for (int64_t j = 0; j < keys_here; ++j) {
+        float score = j0 + j < t.visible[r] ? s[j] * scale : neg_inf;
+        if (t.mask[r]) score += t.mask[r][(j0 + j) * t.mask_stride];
+        s[j] = score;
         block_max = std::max(block_max, score);
       }
-      if (block_max == neg_inf) continue;  // nothing visible here: adds exp(-inf) = 0
-      const float m_new = std::max(m[r], block_max);
-      const float correction = std::exp(m[r] - m_new);                  // 0 on the first visible block
-      const float block_sum = row_exp_in_place(block, j1 - j0, m_new);  // block[j] = p_j
-      // acc = acc * correction + sum_j p_j v_j, vector by vector over the value dimension.
-      float* acc = acc_all + r * Dv;
-      for (int64_t d = 0; d < Dv; d += kLanes) {
-        const int count = int(std::min<int64_t>(kLanes, Dv - d));
-        V a = mul(count == kLanes ? load(acc + d) : load_partial(acc + d, count), set1(correction));
-        for (int64_t j = j0; j < j1; ++j) {
-          const KVElements vr = values + j * Dv + d;
-          a = fma(set1(block[j - j0]), count == kLanes ? load_kv(vr) : load_kv_partial(vr, count), a);
-        }
-        if (count == kLanes) store(acc + d, a);
-        else store_partial(acc + d, a, count);
+      if (block_max == neg_inf) {  // nothing visible here: the row's state stays as it is
+        correction[r] = 1.0f;
+        std::fill(s, s + keys_here, 0.0f);
+        continue;
       }
-      l[r] = l[r] * correction + block_sum;
+      const float m_new = std::max(m[r], block_max);
+      correction[r] = std::exp(m[r] - m_new);                       // 0 on the first visible block
+      l[r] = l[r] * correction[r] + row_exp_in_place(s, keys_here, m_new);  // s[j] = p_j
       m[r] = m_new;
+    }
+    // acc = acc * correction + sum_j p_j v_j, in blocks of rows and vectors of the value dimension.
+    const int64_t chunk = int64_t(kLanes) * kValueVectors;
+    for (int64_t d = 0; d < Dv; d += chunk) {
+      const int64_t count = std::min(chunk, Dv - d);
+      for (r = 0; r + kValueRows <= t.rows; r += kValueRows)
+        value_tile<kValueRows, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
+      for (; r < t.rows; ++r)
+        value_tile<1, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
     }
   }
   for (int64_t r = 0; r < t.rows; ++r) {
@@ -230,7 +348,7 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
   const Dims& ms = mask.strides;
   const int64_t D = s.head_dim, Dv = s.value_dim;
   pool.parallel_for(s.batch * s.kv_heads * tiles, 1, [&](int64_t first, int64_t last) {
-    float* acc_all = thread_scratch(3).floats(kMaxTileRows * Dv);
+    float* scratch = thread_scratch(3).floats(tile_scratch_floats(D, Dv));
     for (int64_t task = first; task < last; ++task) {
       const int64_t t = task % tiles, kv = (task / tiles) % s.kv_heads, b = task / (tiles * s.kv_heads);
       const int64_t i0 = t * tile, positions = std::min(tile, s.q_len - i0);
@@ -247,7 +365,7 @@ void attention(const float* q, const float* k, const float* v, const AttentionSh
         rows.key_end = std::max(rows.key_end, mask.data ? s.kv_len : std::min(rows.visible[r], s.kv_len));
       }
       attend_tile(rows, k + (b * s.kv_heads + kv) * s.kv_len * D, v + (b * s.kv_heads + kv) * s.kv_len * Dv, D, Dv,
-                  float(scale), acc_all);
+                  float(scale), scratch);
     }
   });
 }
@@ -259,7 +377,7 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
   const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(kQueryTile, kMaxTileRows / group));
   const int64_t tiles = (a.q_len + tile - 1) / tile;
   pool.parallel_for(a.kv_heads * tiles, 1, [&](int64_t first, int64_t last) {
-    float* acc_all = thread_scratch(3).floats(kMaxTileRows * D);
+    float* scratch = thread_scratch(3).floats(tile_scratch_floats(D, D));
     for (int64_t task = first; task < last; ++task) {
       const int64_t t = task % tiles, kv = task / tiles;
       const int64_t i0 = t * tile, positions = std::min(tile, a.q_len - i0);
@@ -273,7 +391,7 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
         rows.key_end = std::max(rows.key_end, rows.visible[r]);
       }
       attend_tile(rows, kv_elements(a.k) + kv * a.kv_head_stride, kv_elements(a.v) + kv * a.kv_head_stride, D, D,
-                  float(a.scale), acc_all);
+                  float(a.scale), scratch);
     }
   });
 }

@@ -95,6 +95,13 @@ inline float reduce_add(V v) {
   s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
   return _mm_cvtss_f32(s4);
 }
+// out[i] = the sum of the lanes of the i-th vector, four at once (a fixed tree per arm).
+inline void reduce_add4(V a, V b, V c, V d, float* out) {
+  const __m256 ab = _mm256_hadd_ps(fold_halves_add(a), fold_halves_add(b));
+  const __m256 cd = _mm256_hadd_ps(fold_halves_add(c), fold_halves_add(d));
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 inline float reduce_max(V v) {
   const __m256 s8 = fold_halves_max(v);
   __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
@@ -161,6 +168,10 @@ inline float reduce_add(V v) {
   s4 = _mm_add_ss(s4, _mm_movehdup_ps(s4));
   return _mm_cvtss_f32(s4);
 }
+inline void reduce_add4(V a, V b, V c, V d, float* out) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 inline float reduce_max(V v) {
   __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s4 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
@@ -226,6 +237,7 @@ inline float reduce_add(V v) {
   const float32x2_t s2 = vadd_f32(vget_low_f32(v), vget_high_f32(v));
   return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
 }
+inline void reduce_add4(V a, V b, V c, V d, float* out) { vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d))); }
 inline float reduce_max(V v) { return vmaxvq_f32(v); }
 #endif
 
