@@ -201,11 +201,15 @@ void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, fl
       else
         kernels.gemm_bf16_weights(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
     }
-  } else if (numerics == Qwen3Numerics::exact && path == RowPath::many) {
+    return;
+  }
+  const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
+  const bool decoded = numerics == Qwen3Numerics::exact ||
+                       (numerics == Qwen3Numerics::standard && dot->gemm == nullptr && ctx.backend() == Backend::native);
+  if (path == RowPath::many && decoded) {
     // Prefill: the weights decoded exactly, the activations kept in f32 (no partner rounding).
     kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
   } else {
-    const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
     quantize_activations(*dot, x, m, k, quantized, ctx.threads());
     quant_dot_gemm(*dot, m, n, k, quantized, w.raw_data(), y, n, ctx.threads());
   }
