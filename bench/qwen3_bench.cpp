@@ -2,14 +2,15 @@
 // same GGUF, for docs/BENCHMARK.md. A benchmark, not a test: it prints figures and checks only
 // that both engines ran.
 //
-//   qwen3_bench speed MODEL.gguf [--threads 2] [--prompt 512] [--gen 128] [--reps 3]
+//   qwen3_bench speed MODEL.gguf [--threads 2] [--prompt 512] [--gen 128] [--reps 3] [--ubatch 512]
 //     One paired run: each repetition times tempra then llama.cpp on the same token ids, a
-//     prefill of --prompt tokens (one batch, logits of the last position only, as llama.cpp's
-//     llama_batch_get_one gives) and --gen decode steps of one token each (a fixed id sequence,
-//     no sampling, so both do identical work). Prints the median tok/s of each and tempra's
-//     ratio to llama.cpp. Both use an f16 KV cache of prompt + gen positions; llama.cpp runs
-//     with its default context parameters otherwise (flash attention "auto", which on the CPU
-//     means on; n_threads = n_threads_batch = --threads).
+//     prefill of --prompt tokens (forward passes of --ubatch tokens, llama-bench's default
+//     n_ubatch; logits of the last position only, as llama.cpp's llama_batch_get_one gives) and
+//     --gen decode steps of one token each after it (so at a depth of --prompt; a fixed id
+//     sequence, no sampling, so both do identical work). Prints the median tok/s of each and
+//     tempra's ratio to llama.cpp. Both use an f16 KV cache of prompt + gen positions; llama.cpp
+//     runs with its default context parameters otherwise (flash attention "auto", which on the
+//     CPU means on; n_threads = n_threads_batch = --threads).
 //   qwen3_bench rss tempra|llama MODEL.gguf [--threads 2] [--prompt 512] [--gen 128]
 //     Loads, prefills and decodes with one engine only, then prints the process's peak resident
 //     set (VmHWM from /proc/self/status): run once per engine, each in its own process.
@@ -48,7 +49,7 @@ double median(std::vector<double> v) {
 }
 
 struct Options {
-  int threads = 2, prompt = 512, gen = 128, reps = 3;
+  int threads = 2, prompt = 512, gen = 128, reps = 3, ubatch = 512;
 };
 
 Options parse(int argc, char** argv, int first) {
@@ -66,13 +67,14 @@ Options parse(int argc, char** argv, int first) {
     else if (a == "--prompt") o.prompt = value();
     else if (a == "--gen") o.gen = value();
     else if (a == "--reps") o.reps = value();
+    else if (a == "--ubatch") o.ubatch = value();
     else {
       std::fprintf(stderr, "qwen3_bench: unknown flag %s\n", a.c_str());
       std::exit(2);
     }
   }
-  if (o.threads < 1 || o.prompt < 2 || o.gen < 1 || o.reps < 1) {
-    std::fprintf(stderr, "qwen3_bench: --threads, --gen, --reps must be >= 1 and --prompt >= 2\n");
+  if (o.threads < 1 || o.prompt < 2 || o.gen < 1 || o.reps < 1 || o.ubatch < 1) {
+    std::fprintf(stderr, "qwen3_bench: --threads, --gen, --reps, --ubatch must be >= 1 and --prompt >= 2\n");
     std::exit(2);
   }
   return o;
@@ -99,14 +101,15 @@ struct Timing {
 struct TempraEngine {
   tempra::ExecContext ctx;
   tempra::llm::Qwen3Model model;
-  TempraEngine(const char* path, int threads)
-      : ctx({.threads = threads}), model(tempra::llm::Qwen3Model::load(path)) {}
+  int64_t ubatch;
+  TempraEngine(const char* path, int threads, int64_t ubatch)
+      : ctx({.threads = threads}), model(tempra::llm::Qwen3Model::load(path)), ubatch(ubatch) {}
 
   Timing run(const std::vector<int32_t>& prompt, const std::vector<int32_t>& steps) {
     using namespace tempra::llm;
     Session session(ctx, model,
                          {.context = int64_t(prompt.size() + steps.size()), .cache_type = KvCacheType::f16,
-                          .batch = int64_t(prompt.size())});
+                          .batch = std::min<int64_t>(ubatch, int64_t(prompt.size()))});
     Timing t;
     auto t0 = Clock::now();
     t.checksum += session.prefill(ctx, prompt)[0];
@@ -132,14 +135,14 @@ struct LlamaEngine {
   llama_model* model = nullptr;
   llama_context* ctx = nullptr;
   int64_t n_vocab = 0;
-  LlamaEngine(const char* path, int threads, int n_ctx, int n_batch) {
+  LlamaEngine(const char* path, int threads, int n_ctx, int n_batch, int n_ubatch) {
     llama_model_params mp = llama_model_default_params();
     model = llama_model_load_from_file(path, mp);
     if (!model) throw tempra::Error(std::string("llama.cpp could not load ") + path);
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = uint32_t(n_ctx);
     cp.n_batch = uint32_t(n_batch);
-    cp.n_ubatch = uint32_t(n_batch);
+    cp.n_ubatch = uint32_t(std::min(n_ubatch, n_batch));
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
     cp.no_perf = true;
@@ -171,8 +174,8 @@ struct LlamaEngine {
 };
 
 int speed(const char* path, const Options& o) {
-  TempraEngine tempra_engine(path, o.threads);
-  LlamaEngine llama_engine(path, o.threads, o.prompt + o.gen, o.prompt);
+  TempraEngine tempra_engine(path, o.threads, o.ubatch);
+  LlamaEngine llama_engine(path, o.threads, o.prompt + o.gen, o.prompt, o.ubatch);
   const int64_t n_vocab = tempra_engine.model.config().n_vocab;
   const std::vector<int32_t> prompt = token_ids(o.prompt, n_vocab, 1), steps = token_ids(o.gen, n_vocab, 2);
   std::vector<double> tp, td, lp, ld;
@@ -203,13 +206,13 @@ long peak_rss_kib() {
 
 int rss(const std::string& engine, const char* path, const Options& o) {
   if (engine == "tempra") {
-    TempraEngine e(path, o.threads);
+    TempraEngine e(path, o.threads, o.ubatch);
     const int64_t n_vocab = e.model.config().n_vocab;
     const Timing t = e.run(token_ids(o.prompt, n_vocab, 1), token_ids(o.gen, n_vocab, 2));
     std::printf("tempra peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g)\n", peak_rss_kib() / 1024.0,
                 o.prompt, o.gen, double(t.checksum));
   } else if (engine == "llama") {
-    LlamaEngine e(path, o.threads, o.prompt + o.gen, o.prompt);
+    LlamaEngine e(path, o.threads, o.prompt + o.gen, o.prompt, o.ubatch);
     const Timing t = e.run(token_ids(o.prompt, e.n_vocab, 1), token_ids(o.gen, e.n_vocab, 2));
     std::printf("llama.cpp peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g)\n", peak_rss_kib() / 1024.0,
                 o.prompt, o.gen, double(t.checksum));
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr,
-               "usage: qwen3_bench speed MODEL.gguf [--threads N] [--prompt N] [--gen N] [--reps N]\n"
+               "usage: qwen3_bench speed MODEL.gguf [--threads N] [--prompt N] [--gen N] [--reps N] [--ubatch N]\n"
                "       qwen3_bench rss tempra|llama MODEL.gguf [--threads N] [--prompt N] [--gen N]\n"
                "       qwen3_bench tokenize MODEL.gguf TEXT_FILE [--reps N]\n");
   return 2;

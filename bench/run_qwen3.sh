@@ -2,11 +2,15 @@
 # bench/run_qwen3.sh: tempra's Qwen3 engine against llama.cpp on 0.6B-shaped synthetic models
 # (bench/qwen3_bench.cpp), for docs/BENCHMARK.md.
 #
-# Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS=2] [TYPES="F16 BF16 Q8_0 Q4_K_M Q6_K"]
+# Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS="2"] [REPS=3]
+#        [TYPES="F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"] [CELLS="512:128"] [RSS_PROMPTS="512 4096"]
 #        bench/run_qwen3.sh [speed] [rss] [tokenize]      (all three when none is named)
-# - speed: for each type, one paired run (tempra, then llama.cpp, per repetition; medians of 3)
-#   of a 512-token prefill and 128 decode steps, THREADS threads.
-# - rss: peak RSS of the Q8_0 model, each engine in its own process (same prefill + decode).
+# - speed: for each type, thread count and cell PROMPT:GEN, one paired run (tempra, then
+#   llama.cpp, per repetition; medians of REPS) of a PROMPT-token prefill (forward passes of 512
+#   tokens in both) and GEN decode steps after it, i.e. at a depth of PROMPT: "4096:128" gives
+#   pp4096 and tg128 at depth 4096.
+# - rss: peak RSS of the Q8_0 model, each engine in its own process, a prefill of each of
+#   RSS_PROMPTS then 128 decode steps (so contexts of PROMPT + 128).
 # - tokenize: 1 MiB of English text (Debian's /usr/share/common-licenses, concatenated and
 #   repeated) through both tokenizers, the Q8_0 model's (real Qwen3) vocab.
 # Models are synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
@@ -17,7 +21,10 @@ set -euo pipefail
 BUILD=${BUILD:-build/bench}
 MODELS=${MODELS:-/tmp/tempra_qwen3_bench}
 THREADS=${THREADS:-2}
-TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_K_M Q6_K"}
+REPS=${REPS:-3}
+TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"}
+CELLS=${CELLS:-"512:128"}
+RSS_PROMPTS=${RSS_PROMPTS:-"512 4096"}
 WHAT=${*:-speed rss tokenize}
 BENCH="$BUILD/bench/qwen3_bench"
 TEMPRA="$BUILD/bin/tempra"
@@ -46,16 +53,22 @@ for w in $WHAT; do
     speed)
       for t in $TYPES; do
         path=$(model "$t")
-        echo "## $t ($(du -h "$path" | cut -f1)), threads $THREADS; load before: $(uptime | sed 's/.*load/load/')"
-        "$BENCH" speed "$path" --threads "$THREADS" --prompt 512 --gen 128 --reps 3
-        echo "   load after: $(uptime | sed 's/.*load/load/')"
+        for threads in $THREADS; do
+          for cell in $CELLS; do
+            echo "## $t ($(du -h "$path" | cut -f1)), threads $threads, prompt ${cell%:*}, gen ${cell#*:};" \
+                 "load before: $(uptime | sed 's/.*load/load/')"
+            "$BENCH" speed "$path" --threads "$threads" --prompt "${cell%:*}" --gen "${cell#*:}" --reps "$REPS"
+          done
+        done
       done
       ;;
     rss)
       path=$(model Q8_0)
-      echo "## peak RSS, Q8_0, prefill 512 + decode 128, threads $THREADS; load: $(uptime | sed 's/.*load/load/')"
-      "$BENCH" rss tempra "$path" --threads "$THREADS"
-      "$BENCH" rss llama "$path" --threads "$THREADS"
+      for prompt in $RSS_PROMPTS; do
+        echo "## peak RSS, Q8_0, prefill $prompt + decode 128, threads ${THREADS%% *}; load: $(uptime | sed 's/.*load/load/')"
+        "$BENCH" rss tempra "$path" --threads "${THREADS%% *}" --prompt "$prompt"
+        "$BENCH" rss llama "$path" --threads "${THREADS%% *}" --prompt "$prompt"
+      done
       ;;
     tokenize)
       path=$(model Q8_0)
