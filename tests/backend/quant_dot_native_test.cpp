@@ -236,7 +236,7 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       const QuantDot& scalar = *find_quant_dot(d.weight, Backend::scalar);
       const int64_t unit = std::max(wf.block_elems, af.block_elems);
       for (const auto& [m, n, blocks] : std::vector<std::array<int64_t, 3>>{
-               {1, 5, 1}, {4, 16, 2}, {5, 17, 3}, {7, 33, 1}, {13, 70, 2}, {40, 36, 5}}) {
+               {1, 5, 1}, {2, 19, 2}, {3, 40, 3}, {4, 16, 2}, {5, 17, 3}, {7, 33, 1}, {13, 70, 2}, {40, 36, 5}}) {
         const int64_t k = blocks * unit;
         for (int trial = 0; trial < 3; ++trial) {
           std::vector<float> w32(static_cast<size_t>(n * k), 0.0f), a32(static_cast<size_t>(m * k), 0.0f);
@@ -270,7 +270,9 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       }
     }
   }
-  if (has_arm("avx512vnni")) EXPECT_GE(gemms, 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX-512 VNNI GEMMs";
+  if (has_arm("avx512vnni")) {
+    EXPECT_GE(gemms, 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX-512 VNNI GEMMs";
+  }
 }
 
 // Each arm's partner encoder writes the reference encoder's bytes: gaussian rows at several
@@ -307,7 +309,9 @@ TEST(QuantDotNative, partner_encoders_write_the_reference_bytes) {
       }
     }
   }
-  if (has_arm("avx2")) EXPECT_GE(compared, 6) << "the x86 arms encode Q8_0 and Q8_K for every format";
+  if (has_arm("avx2")) {
+    EXPECT_GE(compared, 6) << "the x86 arms encode Q8_0 and Q8_K for every format";
+  }
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ struct QuantDot {
   // (the same integer sums, the same float operations in the same order), from weights packed
   // per call into the layout of an integer micro-kernel; null where the arm has none.
   QuantDotGemm gemm = nullptr;
+  // The same for a few rows (decode steps), reading the weights in place; null where none.
+  QuantDotGemm gemv = nullptr;
   // The partner format's row encoder, bytes identical to its reference quantize_row
   // (quant/formats.h); null where the arm has none.
   void (*quantize)(const float* in, void* blocks, int64_t k) = nullptr;
@@ -44,8 +46,8 @@ const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
 
 // c = a w^T through `dot`, bit for bit dot.dot per element whatever m is and however the work
 // is split: dot.gemm from kQuantGemmMinRows rows where the arm has one (its weight packing is
-// paid once per call, so fewer rows read the weights in place), else a block of weight rows
-// at a time against every row of a, so m rows read the weights from memory once, not m times.
+// paid once per call), dot.gemv below that, else a block of weight rows at a time against
+// every row of a, so m rows read the weights from memory once, not m times.
 inline constexpr int64_t kQuantGemmMinRows = 4;
 // Rows of activations (rows x k floats, contiguous) to dot.activation's format, row after row
 // into `out`: the arm's encoder where it has one, else the reference; the same bytes either way.
@@ -68,6 +70,7 @@ struct HotFormatDots {
   Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
   QuantDotGemm q8_0_gemm = nullptr, q4_0_gemm = nullptr, q4_k_gemm = nullptr, q5_k_gemm = nullptr,
                q6_k_gemm = nullptr;
+  QuantDotGemm q8_0_gemv = nullptr, q4_0_gemv = nullptr;
   using Quantize = void (*)(const float*, void*, int64_t);
   Quantize q8_0_rows = nullptr, q8_k_rows = nullptr;  // the partners' encoders
 };

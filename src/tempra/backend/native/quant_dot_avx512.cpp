@@ -300,6 +300,10 @@ void gemm_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* 
                     ThreadPool& pool);
 void gemm_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
                     ThreadPool& pool);
+void gemv_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool);
+void gemv_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool);
 void gemm_q4_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
                     ThreadPool& pool);
 void gemm_q5_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
@@ -323,6 +327,8 @@ std::span<const QuantDot> quant_dots_avx512() {
        .q4_k_gemm = &gemm_q4_k_vnni,
        .q5_k_gemm = &gemm_q5_k_vnni,
        .q6_k_gemm = &gemm_q6_k_vnni,
+       .q8_0_gemv = &gemv_q8_0_vnni,
+       .q4_0_gemv = &gemv_q4_0_vnni,
        .q8_0_rows = &quantize_row_q8_0_avx512,
        .q8_k_rows = &quantize_row_q8_k_avx512});
   return table;

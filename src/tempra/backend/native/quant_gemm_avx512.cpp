@@ -201,6 +201,105 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   });
 }
 
+// ---- Decode steps: a few activation rows, the weights read in place ----
+//
+// Sixteen weight rows at a time, block by block: vpdpbusd of each row's block (rows r and r + 8
+// share a zmm) against the activation block, the eight lane sums of each row added by a
+// transposing tree (exact in int32), the offset term subtracted, and the dot's float step for the
+// sixteen rows as one vector. The next group's rows are prefetched as these are read
+// (prefetch.h says why).
+
+// The int32 sums of the 8 lanes of each half of v[0..7] (half 0: rows 0..7, half 1: rows 8..15),
+// as one vector in row order.
+TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
+  __m512i pairs[4];
+  for (int i = 0; i < 4; ++i)
+    pairs[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  // 128-bit lane j of quads[h] holds rows 4h .. 4h + 3 (lanes 0, 1: first half; 2, 3: second).
+  __m512i quads[2];
+  for (int h = 0; h < 2; ++h)
+    quads[h] = _mm512_add_epi32(_mm512_unpacklo_epi64(pairs[2 * h], pairs[2 * h + 1]),
+                                _mm512_unpackhi_epi64(pairs[2 * h], pairs[2 * h + 1]));
+  // Lanes (0 + 1) and (2 + 3) of each: rows 0..3, 8..11 from quads[0]; 4..7, 12..15 from quads[1].
+  const __m512i even = _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);  // q0 l0, q0 l2, q1 l0, q1 l2
+  const __m512i odd = _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD);   // q0 l1, q0 l3, q1 l1, q1 l3
+  const __m512i sums = _mm512_add_epi32(even, odd);  // rows 0..3, 8..11, 4..7, 12..15
+  return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
+}
+
+template <Weights W>
+TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_0* a,
+                           const int32_t* start, const float* scale, float* c) {
+  const Block<W>* row[kLanes];
+  for (int r = 0; r < kLanes; ++r) row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  // Row r's block at row[0] + r * w_row (rows past the last repeat it, as row[] does).
+  const __m512i d_offsets =
+      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(rows - 1)),
+                         _mm512_set1_epi32(int(w_row)));
+  const size_t ahead = kLanes * w_row;  // the same block of the next group's rows
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
+    __m512i dots[8];
+    for (int r = 0; r < 8; ++r) {
+      __m256i low, high;
+      if constexpr (W == Weights::q8_0) {
+        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // w + 128
+        low = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r][b].qs)), flip);
+        high = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r + 8][b].qs)), flip);
+      } else {
+        const __m128i nibble = _mm_set1_epi8(0x0F);
+        const __m128i p0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r][b].qs));
+        const __m128i p1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r + 8][b].qs));
+        low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p0, 4), nibble), _mm_and_si128(p0, nibble));
+        high = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p1, 4), nibble), _mm_and_si128(p1, nibble));
+      }
+      __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
+      __builtin_prefetch(reinterpret_cast<const char*>(row[r + 8] + b) + ahead, 0, 3);
+      const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+      dots[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, av);
+    }
+    const __m512i s = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(start[b]));
+    // The rows' scales: the f16 in the low half of a 32-bit gather at each row's block.
+    const __m512i d_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0] + b), 1);
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
+    const __m512 da = _mm512_set1_ps(scale[b]);
+    if constexpr (W == Weights::q8_0) acc = _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
+    else acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
+  }
+  _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
+}
+
+template <Weights W>
+void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t nb = k / kBlock32;
+  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  float* tables = thread_scratch(0).floats(size_t(2 * m * nb));
+  const RowTables t{reinterpret_cast<int32_t*>(tables), tables + m * nb};
+  for (int64_t i = 0; i < m; ++i) {
+    const auto* row = reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row);
+    for (int64_t b = 0; b < nb; ++b) {
+      int sum = 0;
+      for (int e = 0; e < kBlock32; ++e) sum += row[b].qs[e];
+      t.start[i * nb + b] = -kOffset<W> * sum;
+      t.scale[i * nb + b] = f16_bits_to_f32(row[b].d.bits);
+    }
+  }
+  const int64_t groups = (n + kLanes - 1) / kLanes;
+  pool.parallel_for(groups, 4, [&](int64_t first, int64_t last) {
+    for (int64_t g = first; g < last; ++g) {
+      const int64_t j0 = g * kLanes;
+      const int rows = int(std::min<int64_t>(kLanes, n - j0));
+      for (int64_t i = 0; i < m; ++i)
+        gemv_rows<W>(wp, w_row, j0, rows, nb, reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row),
+                     t.start + i * nb, t.scale + i * nb, c + i * ldc + j0);
+    }
+  });
+}
+
 // ---- K-quants ----
 
 // One super-block of one 16-column group.
@@ -430,6 +529,16 @@ void gemm_q5_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* 
 void gemm_q6_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
                     ThreadPool& pool) {
   k_gemm<KWeights::q6_k>(m, n, k, a, w, c, ldc, pool);
+}
+
+void gemv_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool) {
+  gemv<Weights::q8_0>(m, n, k, a, w, c, ldc, pool);
+}
+
+void gemv_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                    ThreadPool& pool) {
+  gemv<Weights::q4_0>(m, n, k, a, w, c, ldc, pool);
 }
 
 }  // namespace tempra::native

@@ -314,12 +314,12 @@ std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
   using quant::find_format;
   const DType q8_k = find_format("q8_k")->dtype;
   return {{
-      {quant::q8_0(), quant::q8_0(), d.q8_0, d.q8_0_gemm, d.q8_0_rows},
-      {quant::q4_0(), quant::q8_0(), d.q4_0, d.q4_0_gemm, d.q8_0_rows},
-      {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, d.q8_k_rows},
-      {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, d.q8_k_rows},
-      {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, d.q8_k_rows},
-      {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, d.q8_k_rows},
+      {quant::q8_0(), quant::q8_0(), d.q8_0, d.q8_0_gemm, d.q8_0_gemv, d.q8_0_rows},
+      {quant::q4_0(), quant::q8_0(), d.q4_0, d.q4_0_gemm, d.q4_0_gemv, d.q8_0_rows},
+      {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, nullptr, d.q8_k_rows},
+      {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, nullptr, d.q8_k_rows},
+      {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, nullptr, d.q8_k_rows},
+      {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, nullptr, d.q8_k_rows},
   }};
 }
 
@@ -386,6 +386,7 @@ void quant_dot_gemm(const QuantDot& dot, int64_t m, int64_t n, int64_t k, const 
                     int64_t ldc, ThreadPool& pool) {
   if (m <= 0 || n <= 0) return;
   if (dot.gemm != nullptr && m >= kQuantGemmMinRows) return dot.gemm(m, n, k, a, w, c, ldc, pool);
+  if (dot.gemv != nullptr && m < kQuantGemmMinRows) return dot.gemv(m, n, k, a, w, c, ldc, pool);
   const size_t w_row = dot.weight.bytes_for(k), a_row = dot.activation.bytes_for(k);
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* ap = static_cast<const uint8_t*>(a);
