@@ -75,26 +75,31 @@ template <Weights W>
 constexpr int kOffset = W == Weights::q8_0 ? 128 : 8;
 
 // Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
-// weight rows, every block.
+// weight rows, every block: each quad of the sixteen rows is one 32-bit gather (the transpose),
+// the scales a gather of the f16 fields.
 template <Weights W>
-void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out) {
-  for (int c = 0; c < kLanes; ++c) {
-    const auto* row = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(c, cols - 1)) * w_row);
-    for (int64_t b = 0; b < blocks; ++b) {
-      PackedBlock& p = out[b];
-      p.scale[c] = f16_bits_to_f32(row[b].d.bits);
-      for (int q = 0; q < kQuads; ++q) {
-        uint32_t quad;
-        if constexpr (W == Weights::q8_0) {
-          std::memcpy(&quad, row[b].qs + 4 * q, 4);
-          quad ^= 0x80808080u;  // w + 128, as unsigned bytes
-        } else {
-          // Elements 0..15 are the low nibbles of qs[0..15], 16..31 the high ones.
-          std::memcpy(&quad, row[b].qs + 4 * (q % 4), 4);
-          quad = (q < 4 ? quad : quad >> 4) & 0x0F0F0F0Fu;
-        }
-        std::memcpy(p.codes[q][c], &quad, 4);
+TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out) {
+  const __m512i offsets =
+      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(cols - 1)),
+                         _mm512_set1_epi32(int(w_row)));
+  const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
+  for (int64_t b = 0; b < blocks; ++b) {
+    PackedBlock& p = out[b];
+    const __m512i d_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first + b), 1);
+    _mm512_store_ps(p.scale, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits)));
+    for (int q = 0; q < kQuads; ++q) {
+      __m512i quads;
+      if constexpr (W == Weights::q8_0) {
+        quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 4 * q), 1);
+        quads = _mm512_xor_si512(quads, _mm512_set1_epi32(int(0x80808080u)));  // w + 128, as unsigned bytes
+      } else {
+        // Elements 0..15 are the low nibbles of qs[0..15], 16..31 the high ones.
+        quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 4 * (q % 4)), 1);
+        if (q >= 4) quads = _mm512_srli_epi32(quads, 4);
+        quads = _mm512_and_si512(quads, _mm512_set1_epi32(0x0F0F0F0F));
       }
+      _mm512_store_si512(p.codes[q], quads);
     }
   }
 }
