@@ -69,9 +69,11 @@ ModelFacts describe(const std::string& path, const io::GgufModel& gguf, const ll
   std::string type = "unknown type";
   if (const io::GgufValue* v = gguf.metadata().find("general.file_type"); v != nullptr) {
     int64_t ftype = -1;
-    std::visit([&](const auto& x) {
-      if constexpr (std::is_integral_v<std::decay_t<decltype(x)>>) ftype = int64_t(x);
-    }, v->value);
+    std::visit(
+        [&](const auto& x) {
+          if constexpr (std::is_integral_v<std::decay_t<decltype(x)>>) ftype = int64_t(x);
+        },
+        v->value);
     type = "ftype " + std::to_string(ftype);
     for (const FileType& t : file_types())
       if (t.ftype == ftype) type = std::string(t.name);
@@ -86,15 +88,19 @@ ModelFacts describe(const std::string& path, const io::GgufModel& gguf, const ll
 std::string human_bytes(uint64_t bytes) {
   char out[32];
   const double mib = double(bytes) / (1024.0 * 1024.0);
-  if (mib < 1024) std::snprintf(out, sizeof out, "%.2f MiB", mib);
-  else std::snprintf(out, sizeof out, "%.2f GiB", mib / 1024.0);
+  if (mib < 1024)
+    std::snprintf(out, sizeof out, "%.2f MiB", mib);
+  else
+    std::snprintf(out, sizeof out, "%.2f GiB", mib / 1024.0);
   return out;
 }
 
 std::string human_params(uint64_t params) {
   char out[32];
-  if (params < 1'000'000'000) std::snprintf(out, sizeof out, "%.2f M", double(params) / 1e6);
-  else std::snprintf(out, sizeof out, "%.2f B", double(params) / 1e9);
+  if (params < 1'000'000'000)
+    std::snprintf(out, sizeof out, "%.2f M", double(params) / 1e6);
+  else
+    std::snprintf(out, sizeof out, "%.2f B", double(params) / 1e9);
   return out;
 }
 
@@ -145,7 +151,8 @@ Result run_test(ExecContext& ctx, const llm::Model& model, const Test& test, int
   const std::vector<int32_t> tokens = random_tokens(test.n);
   auto once = [&](int64_t count) {
     session.truncate(depth);
-    if (test.prompt) session.prefill(ctx, std::span(tokens).first(size_t(count)));
+    if (test.prompt)
+      session.prefill(ctx, std::span(tokens).first(size_t(count)));
     else
       for (int64_t i = 0; i < count; ++i) session.decode(ctx, tokens[size_t(i)]);
   };
@@ -208,16 +215,19 @@ nlohmann::json json_row(const ModelFacts& m, const std::string& backend, int thr
           {"n_batch", o.batch},
           {"n_ubatch", o.batch},
           {"n_threads", threads},
-          {"type_k", o.cache_type == llm::KvCacheType::f16 ? "f16" : o.cache_type == llm::KvCacheType::f32 ? "f32" : "q8_0"},
+          {"type_k", o.cache_type == llm::KvCacheType::f16   ? "f16"
+                     : o.cache_type == llm::KvCacheType::f32 ? "f32"
+                                                             : "q8_0"},
           {"n_prompt", t.prompt ? t.n : 0},
           {"n_gen", t.prompt ? 0 : t.n},
           {"n_depth", depth},
           {"test", t.name(depth)},
-          {"avg_ns", std::round(1e9 * [&] {
-             double sum = 0;
-             for (double s : r.seconds) sum += s;
-             return sum / double(r.seconds.size());
-           }())},
+          {"avg_ns", std::round(1e9 *
+                                [&] {
+                                  double sum = 0;
+                                  for (double s : r.seconds) sum += s;
+                                  return sum / double(r.seconds.size());
+                                }())},
           {"avg_ts", r.mean},
           {"stddev_ts", r.sd},
           {"samples_ns", ns},

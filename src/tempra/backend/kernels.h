@@ -106,8 +106,9 @@ using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a,
 // row j of w is the w_type.bytes_for(k) bytes at w + j * w_type.bytes_for(k), k a multiple of
 // the format's block size. Each weight is decoded by the format's reference dequantize_row and
 // the products accumulate in f32: the rounding class of an f32 GEMM on the decoded weights.
-// Decoding costs n k per call whatever m is, so this is the prefill path (m > 32); decode steps
-// belong to the quantized dots (quant_dot.h), which never dequantize.
+// Decoding costs n k per call whatever m is, so this is a prefill path (m > 32: Qwen3's exact
+// numerics, and its standard numerics where the arm has no integer GEMM); decode steps belong to
+// the quantized dots (quant_dot.h), which never dequantize.
 using QuantWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
                                  DType w_type, float* c, int64_t ldc, ThreadPool&);
 

@@ -168,7 +168,8 @@ void widen_rows(KVElements src, int64_t count, int64_t width, float* dst) {
   for (int64_t j = 0; j < count; ++j) {
     int64_t d = 0;
     for (; d + kLanes <= width; d += kLanes) store(dst + j * width + d, load_kv(src + j * width + d));
-    if (d < width) store_partial(dst + j * width + d, load_kv_partial(src + j * width + d, int(width - d)), int(width - d));
+    if (d < width)
+      store_partial(dst + j * width + d, load_kv_partial(src + j * width + d, int(width - d)), int(width - d));
   }
 }
 

@@ -295,42 +295,25 @@ bool cpu_has_vnni() {
 // quantize_rows_x86.cpp: the partners' encoders.
 void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k);
-// quant_gemm_avx512.cpp: the integer GEMMs of the Q8_0, Q4_0 and K-quant dots above.
-void gemm_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemm_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemv_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemv_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemm_q4_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemm_q5_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
-void gemm_q6_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool);
+// quant_gemm_avx512.cpp: sets the integer GEMMs and GEMVs of the dots above.
+void add_vnni_gemms(HotFormatDots& dots);
 
 // This arm's dots, or none when the CPU lacks AVX-512 VNNI (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx512() {
   static const bool available = cpu_has_vnni();
   if (!available) return {};
-  static const auto table = hot_format_dots(
-      {.q8_0 = &dot_q8_0,
-       .q4_0 = &dot_q4_0,
-       .q4_k = &dot_q4_k,
-       .q5_k = &dot_q5_k,
-       .q6_k = &dot_q6_k,
-       .tq2_0 = &dot_tq2_0,
-       .q8_0_gemm = &gemm_q8_0_vnni,
-       .q4_0_gemm = &gemm_q4_0_vnni,
-       .q4_k_gemm = &gemm_q4_k_vnni,
-       .q5_k_gemm = &gemm_q5_k_vnni,
-       .q6_k_gemm = &gemm_q6_k_vnni,
-       .q8_0_gemv = &gemv_q8_0_vnni,
-       .q4_0_gemv = &gemv_q4_0_vnni,
-       .q8_0_rows = &quantize_row_q8_0_avx512,
-       .q8_k_rows = &quantize_row_q8_k_avx512});
+  static const auto table = [] {
+    HotFormatDots dots{.q8_0 = &dot_q8_0,
+                       .q4_0 = &dot_q4_0,
+                       .q4_k = &dot_q4_k,
+                       .q5_k = &dot_q5_k,
+                       .q6_k = &dot_q6_k,
+                       .tq2_0 = &dot_tq2_0,
+                       .q8_0_rows = &quantize_row_q8_0_avx512,
+                       .q8_k_rows = &quantize_row_q8_k_avx512};
+    add_vnni_gemms(dots);
+    return hot_format_dots(dots);
+  }();
   return table;
 }
 

@@ -53,9 +53,9 @@ using namespace tempra::quant;
 
 #define TEMPRA_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")))
 
-constexpr int kLanes = 16;      // columns per group: one zmm of int32 / f32
-constexpr int kGroups = 2;      // groups per micro-tile and per task
-constexpr int kTileRows = 6;    // rows per micro-tile
+constexpr int kLanes = 16;    // columns per group: one zmm of int32 / f32
+constexpr int kGroups = 2;    // groups per micro-tile and per task
+constexpr int kTileRows = 6;  // rows per micro-tile
 constexpr int kQuads = kBlock32 / 4;
 
 // One block of one 16-column group, as the micro-kernel reads it.
@@ -112,7 +112,9 @@ struct RowTables {
 
 // int32 -> f32 (exact below 2^24), in the full-mask form: the plain intrinsic seeds its
 // pass-through with _mm512_undefined_ps(), which g++ 12 flags as uninitialized (GCC PR 105593).
-TEMPRA_VNNI inline __m512 to_float(__m512i v) { return _mm512_maskz_cvtepi32_ps(0xFFFF, v); }
+TEMPRA_VNNI inline __m512 to_float(__m512i v) {
+  return _mm512_maskz_cvtepi32_ps(0xFFFF, v);
+}
 
 template <int R, Weights W>
 TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, int64_t nb, int64_t first_row,
@@ -153,8 +155,7 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
 }
 
 template <Weights W>
-void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                      ThreadPool& pool) {
+void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   const int64_t nb = k / kBlock32;
   const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
   const auto* ap = static_cast<const uint8_t*>(a);
@@ -185,8 +186,10 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
       PackedBlock* g0 = packed;
       PackedBlock* g1 = packed + nb;
       pack_group<W>(wp, w_row, j0, cols0, nb, g0);
-      if (cols1 > 0) pack_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
-      else g1 = g0;  // computed, never stored
+      if (cols1 > 0)
+        pack_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
+      else
+        g1 = g0;  // computed, never stored
       const __mmask16 m0 = __mmask16((1u << cols0) - 1), m1 = __mmask16((1u << cols1) - 1);
       for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
         const int rows = int(std::min<int64_t>(kTileRows, m - i0));
@@ -194,12 +197,24 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
         for (int r = 0; r < rows; ++r) a_rows[r] = ap + size_t(i0 + r) * a_row;
         float* ct = c + i0 * ldc + j0;
         switch (rows) {
-          case 1: micro_tile<1, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
-          case 2: micro_tile<2, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
-          case 3: micro_tile<3, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
-          case 4: micro_tile<4, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
-          case 5: micro_tile<5, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
-          default: micro_tile<kTileRows, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1); break;
+          case 1:
+            micro_tile<1, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 2:
+            micro_tile<2, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 3:
+            micro_tile<3, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 4:
+            micro_tile<4, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 5:
+            micro_tile<5, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
+          default:
+            micro_tile<kTileRows, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, m0, m1);
+            break;
         }
       }
     }
@@ -219,7 +234,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   __m512i pairs[4];
   for (int i = 0; i < 4; ++i)
-    pairs[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+    pairs[i] =
+        _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
   // 128-bit lane j of quads[h] holds rows 4h .. 4h + 3 (lanes 0, 1: first half; 2, 3: second).
   __m512i quads[2];
   for (int h = 0; h < 2; ++h)
@@ -228,7 +244,7 @@ TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   // Lanes (0 + 1) and (2 + 3) of each: rows 0..3, 8..11 from quads[0]; 4..7, 12..15 from quads[1].
   const __m512i even = _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);  // q0 l0, q0 l2, q1 l0, q1 l2
   const __m512i odd = _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD);   // q0 l1, q0 l3, q1 l1, q1 l3
-  const __m512i sums = _mm512_add_epi32(even, odd);  // rows 0..3, 8..11, 4..7, 12..15
+  const __m512i sums = _mm512_add_epi32(even, odd);                     // rows 0..3, 8..11, 4..7, 12..15
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
 }
 
@@ -236,7 +252,8 @@ template <Weights W>
 TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_0* a,
                            const int32_t* start, const float* scale, float* c) {
   const Block<W>* row[kLanes];
-  for (int r = 0; r < kLanes; ++r) row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  for (int r = 0; r < kLanes; ++r)
+    row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
   // Row r's block at row[0] + r * w_row (rows past the last repeat it, as row[] does).
   const __m512i d_offsets =
       _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -270,8 +287,10 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
     const __m512i d_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0] + b), 1);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
     const __m512 da = _mm512_set1_ps(scale[b]);
-    if constexpr (W == Weights::q8_0) acc = _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
-    else acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
+    if constexpr (W == Weights::q8_0)
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
+    else
+      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
   }
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
@@ -318,7 +337,8 @@ static_assert(sizeof(PackedSuperBlock) % 64 == 0);
 enum class KWeights { q4_k, q5_k, q6_k };
 
 template <KWeights W>
-using KBlock = std::conditional_t<W == KWeights::q4_k, BlockQ4_K, std::conditional_t<W == KWeights::q5_k, BlockQ5_K, BlockQ6_K>>;
+using KBlock =
+    std::conditional_t<W == KWeights::q4_k, BlockQ4_K, std::conditional_t<W == KWeights::q5_k, BlockQ5_K, BlockQ6_K>>;
 
 // The int16 order that turns 32 elements (two 16-element groups, p and p + 1) into their pairs:
 // word 2l + slot of group g is element 16 g + l + 8 slot.
@@ -371,7 +391,8 @@ TEMPRA_VNNI void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int co
       if constexpr (W != KWeights::q6_k) {
         detail::unpack_scales_mins_k4(row[b].scales, scales, mins);
         p.dmin[c] = f16_bits_to_f32(row[b].dmin.bits);
-        for (int i = 0; i < 8; ++i) p.mins[i][c] = int32_t(uint16_t(mins[i])) | int32_t(uint32_t(uint16_t(mins[i])) << 16);
+        for (int i = 0; i < 8; ++i)
+          p.mins[i][c] = int32_t(uint16_t(mins[i])) | int32_t(uint32_t(uint16_t(mins[i])) << 16);
       }
       p.d[c] = f16_bits_to_f32(row[b].d.bits);
       for (int t = 0; t < 8; ++t) {
@@ -387,7 +408,8 @@ TEMPRA_VNNI void pack_k_row(const BlockQ8_K* row, int64_t blocks, int32_t* out) 
   const __m512i order = pair_order();
   for (int64_t b = 0; b < blocks; ++b)
     for (int t = 0; t < 8; ++t) {
-      const __m512i wide = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[b].qs + 32 * t)));
+      const __m512i wide =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[b].qs + 32 * t)));
       _mm512_storeu_si512(out + (b * 8 + t) * 16, _mm512_permutexvar_epi16(order, wide));
     }
 }
@@ -446,7 +468,8 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_pairs, const BlockQ8_K* co
         for (int q = 0; q < kGroups; ++q) {
           __m512i min_sum = _mm512_setzero_si512();
           for (int j = 0; j < 8; ++j)
-            min_sum = _mm512_dpwssd_epi32(min_sum, _mm512_set1_epi32(bsum_pairs[j]), _mm512_load_si512(groups[q][b].mins[j]));
+            min_sum =
+                _mm512_dpwssd_epi32(min_sum, _mm512_set1_epi32(bsum_pairs[j]), _mm512_load_si512(groups[q][b].mins[j]));
           const __m512 term = _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(groups[q][b].dmin), da), to_float(min_sum));
           _mm512_store_ps(total[r][q], _mm512_sub_ps(_mm512_load_ps(total[r][q]), term));
         }
@@ -486,8 +509,10 @@ void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
       PackedSuperBlock* g0 = packed;
       PackedSuperBlock* g1 = packed + nb;
       pack_k_group<W>(wp, w_row, j0, cols0, nb, g0);
-      if (cols1 > 0) pack_k_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
-      else g1 = g0;  // computed, never stored
+      if (cols1 > 0)
+        pack_k_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
+      else
+        g1 = g0;  // computed, never stored
       const __mmask16 m0 = __mmask16((1u << cols0) - 1), m1 = __mmask16((1u << cols1) - 1);
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {
         const int count = int(std::min<int64_t>(kRows, m - i0));
@@ -499,10 +524,18 @@ void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
         }
         float* ct = c + i0 * ldc + j0;
         switch (count) {
-          case 1: k_micro_tile<1, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1); break;
-          case 2: k_micro_tile<2, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1); break;
-          case 3: k_micro_tile<3, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1); break;
-          default: k_micro_tile<kRows, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1); break;
+          case 1:
+            k_micro_tile<1, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 2:
+            k_micro_tile<2, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 3:
+            k_micro_tile<3, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
+          default:
+            k_micro_tile<kRows, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
         }
       }
     }
@@ -511,39 +544,14 @@ void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
 
 }  // namespace
 
-void gemm_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  gemm<Weights::q8_0>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemm_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  gemm<Weights::q4_0>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemm_q4_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  k_gemm<KWeights::q4_k>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemm_q5_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  k_gemm<KWeights::q5_k>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemm_q6_k_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  k_gemm<KWeights::q6_k>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemv_q8_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  gemv<Weights::q8_0>(m, n, k, a, w, c, ldc, pool);
-}
-
-void gemv_q4_0_vnni(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                    ThreadPool& pool) {
-  gemv<Weights::q4_0>(m, n, k, a, w, c, ldc, pool);
+void add_vnni_gemms(HotFormatDots& dots) {
+  dots.q8_0_gemm = &gemm<Weights::q8_0>;
+  dots.q4_0_gemm = &gemm<Weights::q4_0>;
+  dots.q4_k_gemm = &k_gemm<KWeights::q4_k>;
+  dots.q5_k_gemm = &k_gemm<KWeights::q5_k>;
+  dots.q6_k_gemm = &k_gemm<KWeights::q6_k>;
+  dots.q8_0_gemv = &gemv<Weights::q8_0>;
+  dots.q4_0_gemv = &gemv<Weights::q4_0>;
 }
 
 }  // namespace tempra::native

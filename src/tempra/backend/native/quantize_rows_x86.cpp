@@ -23,15 +23,17 @@ using namespace tempra::quant;
 #define TEMPRA_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define TEMPRA_AVX2 __attribute__((target("avx2,fma")))
 
-float inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
+float inverse(float d) {
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
 
 // round(v) half away from zero: trunc(v) plus the sign of v where the dropped part is >= 1/2
 // (v - trunc(v) is exact).
 TEMPRA_AVX512 inline __m512i round_away(__m512 v) {
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m512 sign_bit = _mm512_set1_ps(-0.0f);
-  const __mmask16 up = _mm512_cmp_ps_mask(_mm512_andnot_ps(sign_bit, _mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f),
-                                          _CMP_GE_OQ);
+  const __mmask16 up =
+      _mm512_cmp_ps_mask(_mm512_andnot_ps(sign_bit, _mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
   const __m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, sign_bit));
   return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, one));
 }
@@ -39,8 +41,7 @@ TEMPRA_AVX512 inline __m512i round_away(__m512 v) {
 TEMPRA_AVX2 inline __m256i round_away(__m256 v) {
   const __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-  const __m256 up =
-      _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 up = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t)), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
   const __m256 one = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_and_ps(v, sign_bit));
   return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(up, one)));
 }
@@ -82,8 +83,7 @@ TEMPRA_AVX512 void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k
     const __m512 id = _mm512_set1_ps(inverse(d));
     y[b].d = to_f16(d);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(round_away(_mm512_mul_ps(lo, id))));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16),
-                     _mm512_cvtepi32_epi8(round_away(_mm512_mul_ps(hi, id))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(round_away(_mm512_mul_ps(hi, id))));
   }
 }
 
@@ -107,7 +107,8 @@ TEMPRA_AVX512 void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k
   auto* y = static_cast<BlockQ8_K*>(out);
   for (int64_t b = 0; b < k / kSuperBlock; ++b, x += kSuperBlock) {
     __m512 amax_v = _mm512_setzero_ps();
-    for (int g = 0; g < kSuperBlock / 16; ++g) amax_v = _mm512_max_ps(amax_v, _mm512_abs_ps(_mm512_loadu_ps(x + 16 * g)));
+    for (int g = 0; g < kSuperBlock / 16; ++g)
+      amax_v = _mm512_max_ps(amax_v, _mm512_abs_ps(_mm512_loadu_ps(x + 16 * g)));
     const float amax = _mm512_reduce_max_ps(amax_v);
     if (amax == 0) {  // an all-zero block: zero scale, quants and sums
       std::memset(&y[b], 0, sizeof y[b]);
@@ -130,7 +131,8 @@ TEMPRA_AVX2 void quantize_row_q8_k_avx2(const float* x, void* out, int64_t k) {
   const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t b = 0; b < k / kSuperBlock; ++b, x += kSuperBlock) {
     __m256 amax_v = _mm256_setzero_ps();
-    for (int g = 0; g < kSuperBlock / 8; ++g) amax_v = _mm256_max_ps(amax_v, _mm256_and_ps(_mm256_loadu_ps(x + 8 * g), magnitude));
+    for (int g = 0; g < kSuperBlock / 8; ++g)
+      amax_v = _mm256_max_ps(amax_v, _mm256_and_ps(_mm256_loadu_ps(x + 8 * g), magnitude));
     const float amax = hmax(amax_v);
     if (amax == 0) {
       std::memset(&y[b], 0, sizeof y[b]);

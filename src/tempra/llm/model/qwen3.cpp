@@ -169,7 +169,8 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
-// block-quantized weights under exact numerics on the `many` path take the decoding GEMM, where
+// block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
+// under standard ones on a native arm without an integer GEMM for the format), where
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows.
