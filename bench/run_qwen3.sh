@@ -55,6 +55,10 @@ for w in $WHAT; do
         path=$(model "$t")
         for threads in $THREADS; do
           for cell in $CELLS; do
+            if [[ ! $cell =~ ^[0-9]+:[0-9]+$ ]]; then
+              echo "run_qwen3.sh: CELLS entries are PROMPT:GEN, got '$cell'" >&2
+              exit 2
+            fi
             echo "## $t ($(du -h "$path" | cut -f1)), threads $threads, prompt ${cell%:*}, gen ${cell#*:};" \
                  "load before: $(uptime | sed 's/.*load/load/')"
             "$BENCH" speed "$path" --threads "$threads" --prompt "${cell%:*}" --gen "${cell#*:}" --reps "$REPS"

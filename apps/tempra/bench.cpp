@@ -156,7 +156,7 @@ Result run_test(ExecContext& ctx, const llm::Model& model, const Test& test, int
     else
       for (int64_t i = 0; i < count; ++i) session.decode(ctx, tokens[size_t(i)]);
   };
-  if (warmup) once(test.prompt ? std::min(test.n, o.batch) : 1);
+  if (warmup) once(test.prompt ? test.n : 1);  // llama-bench's warm-up: the whole prompt, or one step
   Result r;
   for (int64_t rep = 0; rep < reps; ++rep) {
     const auto t0 = Clock::now();
@@ -199,7 +199,7 @@ struct MarkdownTable {
 };
 
 nlohmann::json json_row(const ModelFacts& m, const std::string& backend, int threads, const Test& t, int64_t depth,
-                        const llm::SessionOptions& o, const Result& r) {
+                        int64_t n_batch, const llm::SessionOptions& o, const Result& r) {
   std::vector<double> ns, ts;
   for (double s : r.seconds) {
     ns.push_back(std::round(s * 1e9));
@@ -212,7 +212,7 @@ nlohmann::json json_row(const ModelFacts& m, const std::string& backend, int thr
           {"model_type", m.description},
           {"model_size", m.bytes},
           {"model_n_params", m.params},
-          {"n_batch", o.batch},
+          {"n_batch", n_batch},
           {"n_ubatch", o.batch},
           {"n_threads", threads},
           {"type_k", o.cache_type == llm::KvCacheType::f16   ? "f16"
@@ -355,7 +355,7 @@ int run_bench(const cli::Args& args) {
         for (const Test& test : tests) {
           const Result r = run_test(ctx, *model, test, depth, reps, session, !args.flag("--no-warmup"), rng);
           if (format == "md") table.row(facts, backend, used, test.name(depth), r);
-          nlohmann::json row = json_row(facts, backend, used, test, depth, session, r);
+          nlohmann::json row = json_row(facts, backend, used, test, depth, batch, session, r);
           if (format == "jsonl") {
             std::printf("%s\n", row.dump().c_str());
             std::fflush(stdout);

@@ -10,7 +10,8 @@
 //   - `ppN` times a prefill of N random tokens in forward passes of min(-b, -ub) tokens, logits of
 //     the last position only (llama-bench's llama_batch_get_one); `tgN` times N decode steps of
 //     one token each, fed fixed random ids (no sampling, so every run does the same work);
-//   - unless --no-warmup, one untimed pass of the test (tg: one step) first.
+//   - unless --no-warmup, one untimed pass first, as llama-bench's: the whole prompt (pp), one
+//     step (tg).
 // A row reports t/s as mean ± sample standard deviation over the repetitions, as llama-bench's
 // does; `test` reads `pp512`, `tg128`, with ` @ d4096` at a depth. The table goes to stdout as
 // each row finishes; stderr gets the CPU model, the kernels and the build at the end.

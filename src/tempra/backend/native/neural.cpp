@@ -14,9 +14,9 @@
 //   in blocks, so each key and value row is loaded once per tile rather than once per query.
 //   Within ~1e-5 relative of scalar's exact softmax (bound in the parity test).
 // - cache_attention: the same tiles over a KV cache read in place; f16 and Q8_0 key/value rows
-//   are widened a vector at a time in registers (F16C / NEON; Q8_0 codes times the block's
-//   scale) as the dot products and the value sums load them, so no f32 copy of the prefix is
-//   ever made.
+//   are widened to f32 (F16C / NEON; Q8_0 codes times the block's scale) one block of keys at a
+//   time into per-thread scratch, once for all the rows of a tile; no f32 copy of the whole
+//   prefix is ever made.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -302,6 +302,7 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
         score_tile<1, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
       for (; j < keys_here; ++j) score_tile<1, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
     }
+    bool sees[kMaxTileRows];
     for (r = 0; r < t.rows; ++r) {
       float* s = block + r * kKeyBlock;
       float block_max = neg_inf;
@@ -311,24 +312,32 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
         s[j] = score;
         block_max = std::max(block_max, score);
       }
-      if (block_max == neg_inf) {  // nothing visible here: the row's state stays as it is
-        correction[r] = 1.0f;
-        std::fill(s, s + keys_here, 0.0f);
-        continue;
-      }
+      sees[r] = block_max != neg_inf;
+      if (!sees[r]) continue;  // nothing visible here: the row's state stays as it is
+      // The whole block is exponentiated and summed (exp(-inf) = 0 past keys_here), so the sum's
+      // order, which depends on its length, is the same whichever rows set keys_here.
+      std::fill(s + keys_here, s + kKeyBlock, neg_inf);
       const float m_new = std::max(m[r], block_max);
-      correction[r] = std::exp(m[r] - m_new);                       // 0 on the first visible block
-      l[r] = l[r] * correction[r] + row_exp_in_place(s, keys_here, m_new);  // s[j] = p_j
+      correction[r] = std::exp(m[r] - m_new);                                // 0 on the first visible block
+      l[r] = l[r] * correction[r] + row_exp_in_place(s, kKeyBlock, m_new);  // s[j] = p_j
       m[r] = m_new;
     }
-    // acc = acc * correction + sum_j p_j v_j, in blocks of rows and vectors of the value dimension.
+    // acc = acc * correction + sum_j p_j v_j for the rows that see a key here, in blocks of rows
+    // and vectors of the value dimension.
     const int64_t chunk = int64_t(kLanes) * kValueVectors;
     for (int64_t d = 0; d < Dv; d += chunk) {
       const int64_t count = std::min(chunk, Dv - d);
-      for (r = 0; r + kValueRows <= t.rows; r += kValueRows)
-        value_tile<kValueRows, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
-      for (; r < t.rows; ++r)
-        value_tile<1, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
+      for (r = 0; r < t.rows;) {
+        if (!sees[r]) {
+          ++r;
+        } else if (r + kValueRows <= t.rows && std::all_of(sees + r, sees + r + kValueRows, [](bool b) { return b; })) {
+          value_tile<kValueRows, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
+          r += kValueRows;
+        } else {
+          value_tile<1, kValueVectors>(acc_rows + r, p_rows + r, correction + r, v, Dv, keys_here, d, count);
+          ++r;
+        }
+      }
     }
   }
   for (int64_t r = 0; r < t.rows; ++r) {

@@ -4,7 +4,7 @@
 // delivers. On the Intel Xeon KVM guests of this project (family 6 model 167) the hardware
 // prefetcher leaves that stream latency-bound: the Q8_0 dot read ~3.7 GB/s on one core and a
 // 0.6B Q8_0 model decoded at 6.1 tok/s (1 thread) / 11.0 (2 threads); asking for the bytes
-// 2 KiB ahead made it 14.9 / 25.9 (docs/BENCHMARK.md, session 8). 1 KiB and 4 KiB ahead were
+// 2 KiB ahead made it 15.8 / 27.6 (docs/BENCHMARK.md, session 8). 1 KiB and 4 KiB ahead were
 // both slower than 2 KiB there. A prefetch is a hint: it never faults (past the end of a
 // mapping included) and changes no result, so the kernels stay bit-identical to scalar.
 #pragma once

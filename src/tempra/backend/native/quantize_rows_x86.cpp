@@ -55,8 +55,13 @@ TEMPRA_AVX2 inline float hmax(__m256 v) {
 
 // Eight int32 lanes (each in -127..127) to bytes, in order.
 TEMPRA_AVX2 inline void store_bytes(__m256i v, int8_t* out) {
-  const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packs_epi16(words, words));
+  // The low byte of each lane, as the AVX-512 encoder's vpmovdb and the reference's cast keep it
+  // (a saturating pack would differ where a lane is INT_MIN: x * id overflowed).
+  const __m256i low_bytes =
+      _mm256_shuffle_epi8(v, _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12,
+                                              -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1));
+  const __m128i packed = _mm_unpacklo_epi32(_mm256_castsi256_si128(low_bytes), _mm256_extracti128_si256(low_bytes, 1));
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), packed);
 }
 
 TEMPRA_AVX2 inline int hsum(__m256i v) {

@@ -56,8 +56,9 @@ class Qwen3Model;
 //          batch size, as ggml computes them (quant_dot_gemm: the integer GEMM of the arm for
 //          prompts, bit for bit the dots of a decode step), so a prompt's logits do not depend
 //          on how it is split into forward passes. Where the native arm has no integer GEMM for
-//          the format (quant_dot.h; for now the AVX-512 VNNI arm has them), batches of more than
-//          32 tokens take exact's decoding GEMM instead, which is faster there than the dots.
+//          the format (quant_dot.h; for now only the AVX-512 VNNI arm has them, for Q8_0, Q4_0,
+//          Q4_K, Q5_K and Q6_K), batches of more than 32 tokens take exact's decoding GEMM
+//          instead, which is faster there than the dots, and the split matters again.
 //   exact: as standard, except that batches of more than 32 tokens multiply block-quantized
 //          matrices decoded exactly by the f32 activations (Kernels::gemm_quant_weights; no
 //          partner rounding: what tools/qwen3_reference.py computes in float64, which the

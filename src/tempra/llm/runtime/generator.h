@@ -10,9 +10,10 @@
 //   tokens but the context holds M"; nothing is ever truncated silently. Prefill runs in
 //   batches of GenerateOptions::batch tokens, keeping only the last row of logits, so memory
 //   stays O(batch x n_vocab) whatever the prompt length. Each decode step is one
-//   Session::decode (no allocation in the model). Logits depend on how the prompt was
-//   split into batches (Qwen3Numerics in model/qwen3.h: batches past 32 tokens multiply quantized weights in
-//   f32), so "same seed, same output" holds for the same prompt, batch size and cache reuse.
+//   Session::decode (no allocation in the model). Logits may depend on how the prompt was
+//   split into batches (Qwen3Numerics in model/qwen3.h: exact numerics, and formats or arms
+//   without an integer GEMM, multiply quantized weights in f32 in batches past 32 tokens), so
+//   "same seed, same output" is promised for the same prompt, batch size and cache reuse.
 // - Each new token is drawn by a Sampler (sampler.h: llama.cpp's chain and order) over the
 //   session's tokens as history (prompt included, as llama.cpp's penalties see them).
 //   Generation stops at the first of: an end-of-generation token (llama.cpp's EOG set,
