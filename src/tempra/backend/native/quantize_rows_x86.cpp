@@ -30,11 +30,11 @@ float inverse(float d) {
 // round(v) half away from zero: trunc(v) plus the sign of v where the dropped part is >= 1/2
 // (v - trunc(v) is exact).
 TEMPRA_AVX512 inline __m512i round_away(__m512 v) {
+  // AVX-512 F only (the float and/or/andnot are AVX-512 DQ): |v - t| by vandps' integer twin.
   const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 sign_bit = _mm512_set1_ps(-0.0f);
-  const __mmask16 up =
-      _mm512_cmp_ps_mask(_mm512_andnot_ps(sign_bit, _mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f), _mm512_and_ps(v, sign_bit));
+  const __mmask16 up = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(int(0x80000000u)));
+  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
   return _mm512_cvttps_epi32(_mm512_mask_add_ps(t, up, t, one));
 }
 
