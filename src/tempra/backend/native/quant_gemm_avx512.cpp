@@ -154,18 +154,15 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
   }
 }
 
+// The tables of m activation rows of nb Q8_0 blocks, on the calling thread's scratch (read by
+// every task): the GEMM's and the GEMV's alike.
 template <Weights W>
-void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  const int64_t nb = k / kBlock32;
-  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
-  const auto* ap = static_cast<const uint8_t*>(a);
-  const auto* wp = static_cast<const uint8_t*>(w);
-  // The rows' tables, on this thread's scratch (read by every task).
+RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool) {
   float* tables = thread_scratch(0).floats(size_t(2 * m * nb));
   const RowTables t{reinterpret_cast<int32_t*>(tables), tables + m * nb};
-  pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
+  pool.parallel_for(m, 1 + 512 / (nb + 1), [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
-      const auto* row = reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row);
+      const auto* row = reinterpret_cast<const BlockQ8_0*>(ap) + i * nb;
       for (int64_t b = 0; b < nb; ++b) {
         int sum = 0;
         for (int e = 0; e < kBlock32; ++e) sum += row[b].qs[e];
@@ -174,6 +171,16 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
       }
     }
   });
+  return t;
+}
+
+template <Weights W>
+void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t nb = k / kBlock32;
+  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const RowTables t = row_tables<W>(ap, m, nb, pool);
   constexpr int64_t kTaskCols = kLanes * kGroups;
   const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
@@ -301,17 +308,7 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
   const auto* ap = static_cast<const uint8_t*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);
-  float* tables = thread_scratch(0).floats(size_t(2 * m * nb));
-  const RowTables t{reinterpret_cast<int32_t*>(tables), tables + m * nb};
-  for (int64_t i = 0; i < m; ++i) {
-    const auto* row = reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row);
-    for (int64_t b = 0; b < nb; ++b) {
-      int sum = 0;
-      for (int e = 0; e < kBlock32; ++e) sum += row[b].qs[e];
-      t.start[i * nb + b] = -kOffset<W> * sum;
-      t.scale[i * nb + b] = f16_bits_to_f32(row[b].d.bits);
-    }
-  }
+  const RowTables t = row_tables<W>(ap, m, nb, pool);
   const int64_t groups = (n + kLanes - 1) / kLanes;
   pool.parallel_for(groups, 4, [&](int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
