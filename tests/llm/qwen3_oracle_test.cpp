@@ -12,7 +12,7 @@
 // outputs logits (2 threads, n_batch = n_ubatch = 512, its default f16 KV cache and flash
 // attention choice); tempra with Session::forward and an f16 KvCache, the cache llama.cpp
 // keeps (for the F32 model too: the cache type is the engines' shared storage rounding, so the
-// comparison isolates the weights and the arithmetic), and Qwen3Numerics::ggml: activations
+// comparison isolates the weights and the arithmetic), and Numerics::ggml: activations
 // rounded to f16/bf16 before f16/bf16 weight matrices and, for batches under 64 tokens, ggml's
 // f16-accumulator flash attention, as llama.cpp's CPU backend computes them. Measured before
 // each (tiny model): BF16 cosine min 0.99996 with exact activations, 0.99998 with rounded ones;
@@ -266,7 +266,7 @@ struct Criteria {
   // agrees with itself. BF16 needs it (see kBf16).
   bool oracle_noise_floor = false;
   // llama.cpp's roundings (see the header), unless a case holds the default (standard) numerics.
-  Qwen3Numerics numerics = Qwen3Numerics::ggml;
+  Numerics numerics = Numerics::ggml;
 };
 
 Figures compare(const std::string& label, const fs::path& path, const std::vector<int>& prompt_lengths,
@@ -415,9 +415,9 @@ TEST(Qwen3Oracle, q6_k_logits_match_llama_cpp) {
 // no rounding of activations before f16/bf16 matrices (none here). Those roundings are the
 // difference, so these cases are held to the quantized thresholds, not to ggml's bits.
 constexpr Criteria kQ8_0Standard{
-    .min_cosine = 0.999, .min_top1_agreement = 0.90, .greedy = false, .numerics = Qwen3Numerics::standard};
+    .min_cosine = 0.999, .min_top1_agreement = 0.90, .greedy = false, .numerics = Numerics::standard};
 constexpr Criteria kLowBitStandard{
-    .min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false, .numerics = Qwen3Numerics::standard};
+    .min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false, .numerics = Numerics::standard};
 TEST(Qwen3Oracle, q8_0_standard_numerics_logits_match_llama_cpp) {
   compare("Q8_0-standard", tiny_model("Q8_0"), kPrompts, kQ8_0Standard);
 }

@@ -217,7 +217,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, Qwen3Backends, ::testing::Values(Backend::sca
 
 void expect_parity(Backend backend, const testing::Qwen3Spec& spec, const fs::path& path, const std::string& name,
                    KvCacheType cache_type, double tolerance, std::initializer_list<int> lengths = {1, 7, 64},
-                   Qwen3Numerics numerics = Qwen3Numerics::standard) {
+                   Numerics numerics = Numerics::standard) {
   ExecContext ctx({.backend = backend});
   Qwen3Model model = Qwen3Model::load(path);
   model.set_numerics(numerics);
@@ -290,7 +290,7 @@ TEST_P(Qwen3Backends, q8_0_weights_stay_within_activation_rounding_of_the_refere
 // the dots, which standard numerics take at every size).
 TEST_P(Qwen3Backends, q8_0_exact_prefill_past_32_tokens_matches_the_reference_to_1e_5) {
   expect_parity(GetParam(), {.weight_type = 0}, q8_0_model_path(), "q8_0", KvCacheType::f32, 1e-5, {33, 64},
-                Qwen3Numerics::exact);
+                Numerics::exact);
 }
 
 // Standard numerics take the integer dots for quantized weights at every batch size (an integer
@@ -303,7 +303,7 @@ TEST_P(Qwen3Backends, q8_0_logits_do_not_depend_on_how_the_prompt_is_split) {
     GTEST_SKIP() << "this CPU's native arm has no integer GEMM for Q8_0: prompts take the decoding GEMM";
   ExecContext ctx({.backend = GetParam()});
   const Qwen3Model model = Qwen3Model::load(q8_0_model_path());
-  ASSERT_EQ(model.numerics(), Qwen3Numerics::standard);
+  ASSERT_EQ(model.numerics(), Numerics::standard);
   const std::vector<int32_t> ids = prompt(40, model.info().n_vocab, 5);
   std::vector<std::vector<float>> last;
   for (int64_t batch : {40, 8, 1}) {
@@ -406,7 +406,7 @@ TEST_P(Qwen3Backends, truncate_and_reappend_equals_a_fresh_cache_bitwise) {
 TEST(Qwen3, load_reads_the_hyperparameters_from_metadata) {
   const testing::Qwen3Spec spec{.n_layer = 2, .n_embd = 256, .n_ff = 512, .n_head = 4, .n_head_kv = 2};
   const Qwen3Model model = Qwen3Model::load(model_path(spec, "f32"));
-  const Qwen3Config& c = model.config();
+  const DecoderConfig& c = model.config();
   EXPECT_EQ(c.n_layer, 2);
   EXPECT_EQ(c.n_embd, 256);
   EXPECT_EQ(c.n_ff, 512);

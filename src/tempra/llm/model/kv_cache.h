@@ -69,7 +69,7 @@ class KvCache {
   // on CPU; ops.cpp, ggml_compute_forward_flash_attn_ext_f16_one_chunk): each query row rounded
   // to f16, scores as f16 x f16 dots, an online softmax whose value accumulator is f16 (rounded
   // after every rescale and multiply-add), divided by the softmax sum at the end. For logit
-  // parity with llama.cpp (Qwen3Numerics::ggml); f16 caches only.
+  // parity with llama.cpp (Numerics::ggml); f16 caches only.
   void attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
                    double scale, float* out) const;
 

@@ -11,7 +11,7 @@
 //   batches of GenerateOptions::batch tokens, keeping only the last row of logits, so memory
 //   stays O(batch x n_vocab) whatever the prompt length. Each decode step is one
 //   Session::decode (no allocation in the model). Logits may depend on how the prompt was
-//   split into batches (Qwen3Numerics in model/qwen3.h: exact numerics, and formats or arms
+//   split into batches (Numerics in model/qwen3.h: exact numerics, and formats or arms
 //   without an integer GEMM, multiply quantized weights in f32 in batches past 32 tokens), so
 //   "same seed, same output" is promised for the same prompt, batch size and cache reuse.
 // - Each new token is drawn by a Sampler (sampler.h: llama.cpp's chain and order) over the

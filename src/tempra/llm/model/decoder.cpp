@@ -1,0 +1,288 @@
+// tempra/llm/model/decoder.cpp: see decoder.h. The steps were Qwen3's forward pass, which
+// mirrors llama.cpp's src/models/qwen3.cpp; every architecture now shares them.
+#include "tempra/llm/model/decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "tempra/backend/kernels.h"
+#include "tempra/backend/quant_dot.h"
+#include "tempra/core/error.h"
+#include "tempra/core/half.h"
+#include "tempra/quant/formats.h"
+
+namespace tempra::llm {
+
+ModelInfo DecoderConfig::info(std::string architecture) const {
+  return ModelInfo{.architecture = std::move(architecture),
+                   .n_vocab = n_vocab,
+                   .n_embd = n_embd,
+                   .n_head = n_head,
+                   .context_length = context_length,
+                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0}};
+}
+
+DecoderConfig DecoderConfig::read(const ModelLoader& in) {
+  DecoderConfig c;
+  c.n_layer = static_cast<int>(in.integer("block_count"));
+  c.n_embd = in.integer("embedding_length");
+  c.n_ff = in.integer("feed_forward_length");
+  c.n_head = in.integer("attention.head_count");
+  c.n_head_kv = in.integer("attention.head_count_kv", c.n_head);
+  c.head_dim = in.integer("attention.key_length", c.n_embd / c.n_head);
+  if (in.integer("attention.value_length", c.head_dim) != c.head_dim)
+    in.fail("attention.value_length differs from key_length");
+  if (c.n_head % c.n_head_kv != 0)
+    in.fail("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
+  if (c.head_dim % 2 != 0) in.fail("head dim ", c.head_dim, " is odd; rope needs pairs");
+  c.context_length = in.integer("context_length");
+  c.rms_norm_eps = in.real("attention.layer_norm_rms_epsilon", 1e-6);
+  c.rope_freq_base = in.real("rope.freq_base", 10000.0);
+  // llama.cpp: rope.scaling.factor (or the older rope.scale_linear) divides every position;
+  // YaRN's ramp and attention factor are not implemented, so a file asking for them is refused.
+  const double factor = in.real("rope.scaling.factor", in.real("rope.scale_linear", 0.0));
+  const std::string scaling = in.string("rope.scaling.type", "linear");
+  if (scaling != "none" && scaling != "linear" && factor != 0.0 && factor != 1.0)
+    in.fail("rope scaling '", scaling, "' is not supported (none and linear are)");
+  c.rope_freq_scale = factor == 0.0 ? 1.0 : 1.0 / factor;
+  if (!in.has("token_embd.weight")) in.fail("tensor 'token_embd.weight' is missing");
+  return c;
+}
+
+namespace {
+
+// Past this many rows, exact numerics multiply block-quantized weights with the decoding GEMM
+// (Kernels::gemm_quant_weights), whose decode of all n k weights is spread over the rows; fewer
+// rows, decode steps among them, keep the quantized dots, which never dequantize. The value is
+// the native GEMM's skinny/packed threshold (kSkinnyRows in backend/native/gemm.cpp), not
+// measured as a crossover. The two paths round differently (f32 activations against Q8_0/Q8_K
+// ones), so under exact numerics a quantized model's logits depend on how a prompt is split into
+// forward passes; standard and ggml numerics take the dots (as an integer GEMM) at every size.
+constexpr int64_t kDecodedWeightRows = 32;
+
+// Which kernels a sequence's rows take in a batch: the ones they would take alone. A sequence of
+// at most kDecodedWeightRows rows (a decode step, a short chunk, a draft) takes `few`: the
+// quantized dots, or the float GEMM in slices of at most 32 rows (its skinny path); a longer one
+// takes `many`: the decoding GEMM, or the float GEMM's packed path. Each path computes every
+// output element in one fixed order whatever the number of rows (backend/native/gemm.cpp), so
+// a sequence's logits do not depend on what else is in its batch.
+enum class RowPath : uint8_t { few, many };
+RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::many : RowPath::few; }
+
+// y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
+// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
+// block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
+// under standard ones on a native arm without an integer GEMM for the format), where
+// ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
+// activation rows in the weight's partner format. The `many` path is only asked for with more
+// than 32 rows.
+void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
+                 Numerics numerics, RowPath path) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const Kernels& kernels = kernels_for(ctx.backend());
+  if (numerics == Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
+    // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
+    auto* rounded = static_cast<float*>(quantized);
+    const bool to_f16 = w.dtype() == DType::f16;
+    ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
+      for (int64_t i = first; i < last; ++i)
+        rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+    });
+    x = rounded;
+  }
+  if (w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16) {
+    // The `few` path in slices the GEMM takes through its skinny path, as each row would alone.
+    const int64_t slice = path == RowPath::few ? kDecodedWeightRows : m;
+    for (int64_t r = 0; r < m; r += slice) {
+      const int64_t rows = std::min(slice, m - r);
+      const float* xr = x + r * k;
+      float* yr = y + r * n;
+      if (w.dtype() == DType::f32)
+        kernels.f32.gemm(rows, n, k, xr, k, 1, w.data<float>(), 1, k, yr, n, ctx.threads());
+      else if (w.dtype() == DType::f16)
+        kernels.gemm_f16_weights(rows, n, k, xr, k, w.data<f16_t>(), k, yr, n, ctx.threads());
+      else
+        kernels.gemm_bf16_weights(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
+    }
+    return;
+  }
+  const QuantDot* dot = find_quant_dot(w.dtype(), ctx.backend());
+  const bool decoded = numerics == Numerics::exact ||
+                       (numerics == Numerics::standard && dot->gemm == nullptr && ctx.backend() == Backend::native);
+  if (path == RowPath::many && decoded) {
+    // Prefill: the weights decoded exactly, the activations kept in f32 (no partner rounding).
+    kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
+  } else {
+    quantize_activations(*dot, x, m, k, quantized, ctx.threads());
+    quant_dot_gemm(*dot, m, n, k, quantized, w.raw_data(), y, n, ctx.threads());
+  }
+}
+
+// y = x w^T over a batch whose rows lie sequence after sequence, rows_of(seq) rows each (none:
+// the sequence is skipped): one linear_rows per maximal run of consecutive sequences on the same
+// path, so each weight is read once unless decode rows and long prompt chunks alternate.
+template <class RowsOf>
+void linear_runs(ExecContext& ctx, std::span<const SequenceRows> batch, RowsOf rows_of, const float* x,
+                 const Array& w, float* y, void* quantized, Numerics numerics) {
+  const int64_t k = w.dim(1), n = w.dim(0);
+  int64_t first = 0, run = 0;
+  RowPath path = RowPath::few;
+  for (const SequenceRows& seq : batch) {
+    const int64_t rows = rows_of(seq);
+    if (rows == 0) continue;
+    if (run > 0 && row_path(rows) != path) {
+      linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+      first += run;
+      run = 0;
+    }
+    path = row_path(rows);
+    run += rows;
+  }
+  if (run > 0) linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+}
+
+TensorRef<const float> rows_ref(const float* p, int64_t rows, int64_t n) { return {p, {rows, n}, {n, 1}}; }
+TensorRef<float> rows_ref(float* p, int64_t rows, int64_t n) { return {p, {rows, n}, {n, 1}}; }
+
+DecoderBuffers& decoder_buffers(std::string_view op, ForwardBuffers& buffers) {
+  auto* b = dynamic_cast<DecoderBuffers*>(&buffers);
+  check(b != nullptr, op, "forward needs buffers made by the model's make_buffers");
+  return *b;
+}
+
+}  // namespace
+
+DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t quantized_row_bytes,
+                               int64_t tokens_in, int64_t logit_rows_in, int64_t kv_capacity_in)
+    : ForwardBuffers(tokens_in, logit_rows_in, kv_capacity_in) {
+  check(tokens > 0 && logit_rows >= 0 && logit_rows <= tokens && kv_capacity > 0, "DecoderBuffers",
+        "need 0 < tokens ", tokens, ", 0 <= logit_rows ", logit_rows, " <= tokens, kv_capacity ", kv_capacity,
+        " > 0");
+  const int64_t n = tokens, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  auto rows = [&](int64_t r, int64_t width) { return Array::empty(ctx, {r, width}, DType::f32); };
+  inpL = rows(n, c.n_embd);
+  attn_norm = rows(n, c.n_embd);
+  Qcur = rows(n, q_dim);
+  Kcur = rows(n, kv_dim);
+  Vcur = rows(n, kv_dim);
+  Qcur_normed = rows(n, q_dim);
+  Kcur_normed = rows(n, kv_dim);
+  Qrope = rows(n, q_dim);
+  Krope = rows(n, kv_dim);
+  kqv_out = rows(n, q_dim);
+  attn_out = rows(n, c.n_embd);
+  ffn_inp = rows(n, c.n_embd);
+  ffn_norm = rows(n, c.n_embd);
+  ffn_gate = rows(n, c.n_ff);
+  ffn_up = rows(n, c.n_ff);
+  ffn_act = rows(n, c.n_ff);
+  ffn_out = rows(n, c.n_embd);
+  result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
+  logits = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
+  // One sequence attends at a time: at most min(tokens, kv_capacity) queries over kv_capacity keys.
+  kq_scratch = Array::empty(ctx, {c.n_head * std::min(n, kv_capacity) * kv_capacity}, DType::f32);
+  quantized_scratch =
+      Array::empty(ctx, {int64_t(std::max<size_t>(1, quantized_row_bytes * size_t(n)))}, DType::u8);
+  positions.resize(size_t(n));
+}
+
+ForwardPass::ForwardPass(std::string_view op, ExecContext& ctx, std::span<const SequenceRows> batch,
+                         ForwardBuffers& buffers, Numerics numerics)
+    : ctx_(ctx), batch_(batch), b_(decoder_buffers(op, buffers)), numerics_(numerics) {
+  for (const SequenceRows& seq : batch) {
+    for (size_t i = 0; i < seq.tokens.size(); ++i)
+      b_.positions[size_t(n_) + i] = int32_t(seq.cache->size() + int64_t(i));
+    n_ += int64_t(seq.tokens.size());
+  }
+}
+
+void ForwardPass::embed(const Array& table, float* out) const {
+  const int64_t k = table.dim(1);
+  const Kernels& kernels = kernels_for(ctx_.backend());
+  const auto* data = static_cast<const uint8_t*>(table.raw_data());
+  for (const SequenceRows& seq : batch_)
+    for (int32_t id : seq.tokens) {
+      const uint8_t* row = data + table.dtype().bytes_for(k) * size_t(id);
+      if (table.dtype() == DType::f32)
+        std::memcpy(out, row, size_t(k) * sizeof(float));
+      else if (table.dtype() == DType::f16)
+        kernels.f16_to_f32(reinterpret_cast<const f16_t*>(row), out, k, ctx_.threads());
+      else if (table.dtype() == DType::bf16)
+        kernels.bf16_to_f32(reinterpret_cast<const bf16_t*>(row), out, k, ctx_.threads());
+      else
+        quant::find_format(table.dtype())->dequantize_row(row, out, k);
+      out += k;
+    }
+}
+
+void ForwardPass::linear(const float* x, const Array& w, float* y) const {
+  linear_runs(ctx_, batch_, [](const SequenceRows& seq) { return int64_t(seq.tokens.size()); }, x, w, y,
+              b_.quantized_scratch.raw_data(), numerics_);
+}
+
+void ForwardPass::rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps,
+                           float* y) const {
+  kernels_for(ctx_.backend()).f32.rms_norm(x, rows, width, weight.data<float>(), eps, y, ctx_.threads());
+}
+
+void ForwardPass::rope(const float* x, int64_t heads, int64_t head_dim, const RopeParams& params, float* y) const {
+  kernels_for(ctx_.backend()).f32.rope(x, 1, n_, heads, head_dim, positions(), params, y, ctx_.threads());
+}
+
+void ForwardPass::attention(int il, const float* q, const float* k, const float* v, int64_t n_head, double scale,
+                            float* out) const {
+  int64_t row = 0;
+  for (const SequenceRows& seq : batch_) {
+    KvCache& cache = *seq.cache;
+    const int64_t head_dim = cache.shape().head_dim, q_dim = n_head * head_dim;
+    const int64_t kv_dim = cache.shape().n_head_kv * head_dim;
+    const auto m = static_cast<int64_t>(seq.tokens.size());
+    const int64_t start = cache.size(), kv_len = start + m;
+    cache.write_rows(ctx_, il, start, m, k + row * kv_dim, v + row * kv_dim);
+    // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
+    // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
+    if (numerics_ == Numerics::ggml && cache.type() == KvCacheType::f16 && m < 64)
+      cache.attend_ggml(ctx_, il, kv_len, q + row * q_dim, m, n_head, scale, out + row * q_dim);
+    else
+      cache.attend(ctx_, il, kv_len, q + row * q_dim, m, n_head, scale, b_.kq_scratch.data<float>(),
+                   out + row * q_dim);
+    row += m;
+  }
+}
+
+void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, const Array& down,
+                            UnaryOp act, float* out) const {
+  const int64_t F = gate.dim(0);
+  float *ffn_gate = b_.ffn_gate.data<float>(), *ffn_up = b_.ffn_up.data<float>(), *ffn_act = b_.ffn_act.data<float>();
+  linear(x, gate, ffn_gate);
+  kernels_for(ctx_.backend())
+      .f32.unary(act, rows_ref(static_cast<const float*>(ffn_gate), n_, F), rows_ref(ffn_gate, n_, F), ctx_.threads());
+  linear(x, up, ffn_up);
+  for (int64_t j = 0; j < n_ * F; ++j) ffn_act[j] = ffn_gate[j] * ffn_up[j];
+  linear(ffn_act, down, out);
+}
+
+void ForwardPass::add(const float* a, const float* b, int64_t width, float* out) const {
+  for (int64_t j = 0; j < n_ * width; ++j) out[j] = a[j] + b[j];
+}
+
+void ForwardPass::output(const float* hidden, const Array& norm, double eps, const Array& head) const {
+  // Only each sequence's last logit_rows positions reach the head (llama.cpp's output ids do the
+  // same), gathered into consecutive rows of result_norm; the head's path follows each
+  // sequence's count of logit rows (its row count alone).
+  const int64_t E = norm.dim(0);
+  int64_t row = 0, logit_rows = 0;
+  float* result_norm = b_.result_norm.data<float>();
+  for (const SequenceRows& seq : batch_) {
+    row += int64_t(seq.tokens.size());
+    if (seq.logit_rows == 0) continue;
+    rms_norm(hidden + (row - seq.logit_rows) * E, seq.logit_rows, E, norm, eps, result_norm + logit_rows * E);
+    logit_rows += seq.logit_rows;
+  }
+  linear_runs(ctx_, batch_, [](const SequenceRows& seq) { return seq.logit_rows; }, result_norm, head,
+              b_.logits.data<float>(), b_.quantized_scratch.raw_data(), numerics_);
+  for (const SequenceRows& seq : batch_) seq.cache->advance(int64_t(seq.tokens.size()));
+}
+
+}  // namespace tempra::llm

@@ -1,0 +1,88 @@
+// tempra/llm/model/model_loader.cpp: see model_loader.h.
+#include "tempra/llm/model/model_loader.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "tempra/backend/quant_dot.h"
+#include "tempra/core/error.h"
+
+namespace tempra::llm {
+
+ModelLoader::ModelLoader(const io::GgufModel& gguf, std::string architecture)
+    : gguf_(gguf), arch_(std::move(architecture)), file_(gguf.shards().front().name()) {
+  const io::GgufValue* arch = gguf.metadata().find("general.architecture");
+  if (arch == nullptr || !arch->is<std::string>()) fail("metadata key 'general.architecture' is missing");
+  if (std::get<std::string>(arch->value) != arch_)
+    fail("general.architecture is '", std::get<std::string>(arch->value), "', expected '", arch_, "'");
+}
+
+bool ModelLoader::has_key(const std::string& key) const {
+  return gguf_.metadata().find(arch_ + "." + key) != nullptr;
+}
+
+int64_t ModelLoader::integer(const std::string& key, std::optional<int64_t> fallback) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr && fallback) return *fallback;
+  if (value == nullptr) fail("metadata key '", full, "' is missing");
+  const std::optional<int64_t> v = io::integer_value(*value);
+  if (!v || *v <= 0) fail("metadata key '", full, "' must be a positive integer");
+  return *v;
+}
+
+double ModelLoader::real(const std::string& key, double fallback) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr) return fallback;
+  if (value->is<float>()) return std::get<float>(value->value);
+  if (value->is<double>()) return std::get<double>(value->value);
+  fail("metadata key '", full, "' must be a float");
+}
+
+std::string ModelLoader::string(const std::string& key, const std::string& fallback) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr) return fallback;
+  if (!value->is<std::string>()) fail("metadata key '", full, "' must be a string");
+  return std::get<std::string>(value->value);
+}
+
+Array ModelLoader::tensor(const std::string& name, const Dims& shape) const {
+  if (!has(name)) fail("tensor '", name, "' is missing");
+  Array t = gguf_.tensor(name);
+  if (t.shape() != shape) fail("tensor '", name, "' has shape ", t.shape(), ", expected ", shape);
+  return t;
+}
+
+Array ModelLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
+  Array w = tensor(name, {rows, cols});
+  if (w.dtype().is_block_quantized()) {
+    const QuantDot* dot = find_quant_dot(w.dtype());
+    if (dot == nullptr) fail("tensor '", name, "' is ", w.dtype().name(), ", which has no quantized dot product");
+    quantized_row_bytes_ = std::max(quantized_row_bytes_, dot->activation.bytes_for(cols));
+  } else {
+    if (w.dtype() != DType::f32 && w.dtype() != DType::f16 && w.dtype() != DType::bf16)
+      fail("tensor '", name, "' has unsupported type ", w.dtype().name());
+    // Numerics::ggml rounds the activation rows to f16/bf16 into the same scratch, as f32.
+    if (w.dtype() != DType::f32) quantized_row_bytes_ = std::max(quantized_row_bytes_, sizeof(float) * size_t(cols));
+  }
+  if (w.strides()[1] != 1 || w.strides()[0] != cols) fail("tensor '", name, "' is not stored row-major");
+  return w;
+}
+
+Array ModelLoader::optional_matrix(const std::string& name, int64_t rows, int64_t cols) {
+  return has(name) ? matrix(name, rows, cols) : Array();
+}
+
+Array ModelLoader::vector(const std::string& name, int64_t n) const {
+  Array v = tensor(name, {n});
+  if (v.dtype() != DType::f32) fail("tensor '", name, "' must be f32, got ", v.dtype().name());
+  return v;
+}
+
+Array ModelLoader::optional_vector(const std::string& name, int64_t n) const {
+  return has(name) ? vector(name, n) : Array();
+}
+
+}  // namespace tempra::llm
