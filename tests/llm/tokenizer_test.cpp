@@ -1,7 +1,8 @@
 // tests/llm/tokenizer_test.cpp: the byte-level BPE tokenizer (tempra/llm/tokenizer/tokenizer.h).
 //
 // Parity: against llama.cpp's llama_tokenize / llama_token_to_piece (the oracle, libllama from
-// tools/oracle/install.sh) on a vocab-only GGUF of Qwen3's real tokenizer (qwen3_vocab.h), for
+// tools/oracle/install.sh) on a vocab-only GGUF of Qwen3's real tokenizer (qwen3_vocab.h) and on
+// llama.cpp's own Llama 3 vocab (ggml-vocab-llama-bpe.gguf, its .inp/.out vectors too), for
 // every string in tokenizer_fixtures.json and every file in Debian's /usr/share/common-licenses,
 // with parse_special both true and false: zero mismatches allowed. The rest are unit tests of
 // the contract on a toy byte-level vocab: atomic special tokens, streaming decode that holds
@@ -35,33 +36,51 @@ namespace fs = std::filesystem;
 
 using testing::last_llama_error;
 
-// One Qwen3 vocab per test process: tempra's tokenizer over it and llama.cpp's.
-using Qwen3 = testing::Qwen3Vocab;
+// A vocab in both engines: tempra's tokenizer over it and llama.cpp's vocab-only model.
+using Vocab = testing::Qwen3Vocab;
 
-const Qwen3& qwen3() {
-  static const Qwen3 q = testing::load_qwen3_vocab(TEMPRA_QWEN3_TOKENIZER_JSON);
+// Qwen3's, built from its tokenizer.json (qwen3_vocab.h), once per test process.
+const Vocab& qwen3() {
+  static const Vocab q = testing::load_qwen3_vocab(TEMPRA_QWEN3_TOKENIZER_JSON);
   return q;
 }
 
-std::vector<int32_t> llama_ids(const std::string& text, bool parse_special) {
-  const llama_vocab* vocab = qwen3().vocab;
+// Llama 3's (gpt2 model, llama-bpe pre-tokenizer, 128256 tokens): the vocab-only GGUF llama.cpp
+// ships for its own tokenizer tests (models/ggml-vocab-llama-bpe.gguf in the oracle's source).
+const fs::path kLlamaBpeGguf = fs::path(TEMPRA_ORACLE_LLAMA_SRC) / "models/ggml-vocab-llama-bpe.gguf";
+const Vocab& llama_bpe() {
+  static const Vocab v = [] {
+    testing::init_llama();
+    Vocab l;
+    l.tokenizer = std::make_unique<Tokenizer>(Tokenizer::from_gguf(io::GgufFile::open(kLlamaBpeGguf)));
+    llama_model_params params = llama_model_default_params();
+    params.vocab_only = true;
+    l.model = llama_model_load_from_file(kLlamaBpeGguf.c_str(), params);
+    if (l.model) l.vocab = llama_model_get_vocab(l.model);
+    return l;
+  }();
+  return v;
+}
+
+std::vector<int32_t> llama_ids(const Vocab& v, const std::string& text, bool parse_special) {
   std::vector<llama_token> ids(text.size() + 8);
   int32_t n =
-      llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), false, parse_special);
+      llama_tokenize(v.vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), false, parse_special);
   if (n < 0) {
     ids.resize(size_t(-n));
-    n = llama_tokenize(vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), false, parse_special);
+    n = llama_tokenize(v.vocab, text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()), false,
+                       parse_special);
   }
   ids.resize(size_t(std::max(n, 0)));
   return ids;
 }
 
-std::string llama_piece(llama_token id, bool special) {
+std::string llama_piece(const Vocab& v, llama_token id, bool special) {
   char buf[256];
-  const int32_t n = llama_token_to_piece(qwen3().vocab, id, buf, sizeof buf, 0, special);
+  const int32_t n = llama_token_to_piece(v.vocab, id, buf, sizeof buf, 0, special);
   if (n >= 0) return std::string(buf, size_t(n));
   std::string big(size_t(-n), '\0');
-  llama_token_to_piece(qwen3().vocab, id, big.data(), int32_t(big.size()), 0, special);
+  llama_token_to_piece(v.vocab, id, big.data(), int32_t(big.size()), 0, special);
   return big;
 }
 
@@ -72,9 +91,9 @@ std::string show(const std::vector<int32_t>& ids) {
 }
 
 // Encodes `text` both ways; returns "" when they agree, else a description.
-std::string mismatch(const std::string& label, const std::string& text, bool parse_special) {
-  const std::vector<int32_t> ours = qwen3().tokenizer->encode(text, {.parse_special = parse_special});
-  const std::vector<int32_t> theirs = llama_ids(text, parse_special);
+std::string mismatch(const Vocab& v, const std::string& label, const std::string& text, bool parse_special) {
+  const std::vector<int32_t> ours = v.tokenizer->encode(text, {.parse_special = parse_special});
+  const std::vector<int32_t> theirs = llama_ids(v, text, parse_special);
   if (ours == theirs) return {};
   return label + " (parse_special=" + (parse_special ? "true" : "false") + ")\n  tempra: " + show(ours) +
          "\n  llama:  " + show(theirs) + "\n";
@@ -90,42 +109,54 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-class Qwen3Oracle : public ::testing::Test {
+// The oracle cases, run on each byte-level vocab.
+struct VocabCase {
+  const char* name;
+  const Vocab& (*vocab)();
+};
+class VocabOracle : public ::testing::TestWithParam<VocabCase> {
  protected:
   void SetUp() override {
-    ASSERT_NE(qwen3().vocab, nullptr) << "llama.cpp did not load the vocab-only GGUF: " << last_llama_error();
+    ASSERT_NE(v().vocab, nullptr) << "llama.cpp did not load the vocab-only GGUF: " << last_llama_error();
   }
+  const Vocab& v() const { return GetParam().vocab(); }
 };
+INSTANTIATE_TEST_SUITE_P(ByteLevel, VocabOracle,
+                         ::testing::Values(VocabCase{"qwen3", qwen3}, VocabCase{"llama_bpe", llama_bpe}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
-TEST_F(Qwen3Oracle, vocab_attributes_and_pieces_match_llama) {
-  const Tokenizer& tok = *qwen3().tokenizer;
-  ASSERT_EQ(tok.size(), llama_vocab_n_tokens(qwen3().vocab));
-  ASSERT_EQ(tok.size(), testing::kQwen3VocabSize);
+TEST_P(VocabOracle, vocab_attributes_and_pieces_match_llama) {
+  const Tokenizer& tok = *v().tokenizer;
+  ASSERT_EQ(tok.size(), llama_vocab_n_tokens(v().vocab));
   int mismatches = 0;
   for (int32_t id = 0; id < tok.size(); ++id) {
-    const uint32_t theirs = uint32_t(llama_vocab_get_attr(qwen3().vocab, id));
+    const uint32_t theirs = uint32_t(llama_vocab_get_attr(v().vocab, id));
     if (tok.attr(id) != theirs && ++mismatches <= 10)
       ADD_FAILURE() << "token " << id << " '" << tok.text(id) << "': attr " << tok.attr(id) << " vs llama " << theirs;
     for (const bool special : {true, false})
-      if (tok.piece(id, special) != llama_piece(id, special) && ++mismatches <= 10)
+      if (tok.piece(id, special) != llama_piece(v(), id, special) && ++mismatches <= 10)
         ADD_FAILURE() << "token " << id << " piece (special=" << special << ") differs from llama's";
   }
   EXPECT_EQ(mismatches, 0);
-  EXPECT_EQ(tok.bos(), llama_vocab_bos(qwen3().vocab));
-  EXPECT_EQ(tok.eos(), llama_vocab_eos(qwen3().vocab));
+  EXPECT_EQ(tok.bos(), llama_vocab_bos(v().vocab));
+  EXPECT_EQ(tok.eos(), llama_vocab_eos(v().vocab));
+  // With add_special, both engines add (or leave out) the same BOS.
+  const std::vector<int32_t> ours = tok.encode("Hello", {.add_special = true});
+  std::vector<llama_token> theirs(16);
+  theirs.resize(size_t(llama_tokenize(v().vocab, "Hello", 5, theirs.data(), 16, true, true)));
+  EXPECT_EQ(ours, theirs);
 }
 
-TEST_F(Qwen3Oracle, fixtures_encode_exactly_as_llama_and_round_trip) {
+TEST_P(VocabOracle, fixtures_encode_exactly_as_llama_and_round_trip) {
   const std::vector<std::string> strings = fixtures();
   ASSERT_GE(strings.size(), 300u);
   std::string report;
   int mismatches = 0, round_trip_failures = 0;
   for (size_t i = 0; i < strings.size(); ++i) {
     for (const bool parse_special : {true, false}) {
-      const std::string m = mismatch("fixture " + std::to_string(i), strings[i], parse_special);
+      const std::string m = mismatch(v(), "fixture " + std::to_string(i), strings[i], parse_special);
       if (!m.empty() && ++mismatches <= 20) report += m;
-      const std::string back =
-          qwen3().tokenizer->decode(qwen3().tokenizer->encode(strings[i], {.parse_special = parse_special}));
+      const std::string back = v().tokenizer->decode(v().tokenizer->encode(strings[i], {.parse_special = parse_special}));
       if (back != strings[i] && ++round_trip_failures <= 20)
         report += "round trip of fixture " + std::to_string(i) + "\n";
     }
@@ -134,7 +165,7 @@ TEST_F(Qwen3Oracle, fixtures_encode_exactly_as_llama_and_round_trip) {
   EXPECT_EQ(round_trip_failures, 0) << report;
 }
 
-TEST_F(Qwen3Oracle, debian_license_files_encode_exactly_as_llama) {
+TEST_P(VocabOracle, debian_license_files_encode_exactly_as_llama) {
   const fs::path licenses = "/usr/share/common-licenses";
   ASSERT_TRUE(fs::is_directory(licenses));
   std::string report;
@@ -144,19 +175,19 @@ TEST_F(Qwen3Oracle, debian_license_files_encode_exactly_as_llama) {
     const std::string text = read_file(entry.path());
     ++files;
     for (const bool parse_special : {true, false}) {
-      const std::string m = mismatch(entry.path().string(), text, parse_special);
+      const std::string m = mismatch(v(), entry.path().string(), text, parse_special);
       if (!m.empty()) {
         ++mismatches;
         report += m.substr(0, 2000);
       }
     }
-    EXPECT_EQ(qwen3().tokenizer->decode(qwen3().tokenizer->encode(text)), text) << entry.path();
+    EXPECT_EQ(v().tokenizer->decode(v().tokenizer->encode(text)), text) << entry.path();
   }
   EXPECT_GE(files, 10);
   EXPECT_EQ(mismatches, 0) << report;
 }
 
-TEST_F(Qwen3Oracle, invalid_utf8_encodes_exactly_as_llama) {
+TEST_P(VocabOracle, invalid_utf8_encodes_exactly_as_llama) {
   // Code points above U+10FFFF (leads 0xF5-0xF7 with three continuation bytes) are left out:
   // llama.cpp throws on them (tempra writes U+FFFD; see invalid_utf8_never_throws).
   const std::vector<std::string> cases = {"\xff",
@@ -185,11 +216,13 @@ TEST_F(Qwen3Oracle, invalid_utf8_encodes_exactly_as_llama) {
                                           "\n\xff\n",
                                           "1\xff"
                                           "2",
+                                          "12345\xff"
+                                          "6789",
                                           "\xc2\xa0\xc2"};
   std::string report;
   for (size_t i = 0; i < cases.size(); ++i)
     for (const bool parse_special : {true, false})
-      report += mismatch("invalid case " + std::to_string(i), cases[i], parse_special);
+      report += mismatch(v(), "invalid case " + std::to_string(i), cases[i], parse_special);
   std::mt19937 rng(7);
   for (int i = 0; i < 300; ++i) {
     std::string s(size_t(rng() % 24), '\0');
@@ -197,17 +230,47 @@ TEST_F(Qwen3Oracle, invalid_utf8_encodes_exactly_as_llama) {
       do c = char(rng() & 0xFF);
       while (static_cast<unsigned char>(c) >= 0xF5 && static_cast<unsigned char>(c) <= 0xF7);
     }
-    report += mismatch("random bytes " + std::to_string(i), s, true);
+    report += mismatch(v(), "random bytes " + std::to_string(i), s, true);
   }
   EXPECT_EQ(report, "");
 }
 
+// llama.cpp's own test vectors for the Llama 3 vocab (ggml-vocab-llama-bpe.gguf.inp/.out, which
+// its test-tokenizer-0 encodes without BOS and without parsing special tokens).
+TEST(LlamaBpe, llama_cpp_test_vectors_encode_as_their_expected_ids) {
+  const std::string inp = read_file(kLlamaBpeGguf.string() + ".inp"), out = read_file(kLlamaBpeGguf.string() + ".out");
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> texts, expected;
+  for (size_t from = 0, at; (at = inp.find(sep, from)) != std::string::npos; from = at + sep.size())
+    texts.push_back(inp.substr(from, at - from));
+  for (size_t from = 0, at; from < out.size() && (at = out.find('\n', from)) != std::string::npos; from = at + 1)
+    expected.push_back(out.substr(from, at - from));
+  ASSERT_GE(texts.size(), 30u);
+  ASSERT_EQ(texts.size(), expected.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string ours;
+    for (const int32_t id : llama_bpe().tokenizer->encode(texts[i], {.parse_special = false}))
+      ours += (ours.empty() ? "" : " ") + std::to_string(id);
+    // The .out lines start with a space before each id.
+    std::string want = expected[i];
+    while (!want.empty() && want.front() == ' ') want.erase(0, 1);
+    EXPECT_EQ(ours, want) << "vector " << i << ": '" << texts[i] << "'";
+  }
+}
+
+class Qwen3Oracle : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(qwen3().vocab, nullptr) << "llama.cpp did not load the vocab-only GGUF: " << last_llama_error();
+  }
+};
+
 TEST_F(Qwen3Oracle, special_tokens_are_atomic_and_parse_special_false_keeps_them_as_text) {
   const Tokenizer& tok = *qwen3().tokenizer;
   // Anchors that the oracle itself is live: Qwen's published ids.
-  EXPECT_EQ(llama_ids("Hello world", true), (std::vector<int32_t>{9707, 1879}));
-  EXPECT_EQ(llama_ids("<|im_start|>", true), (std::vector<int32_t>{151644}));
-  EXPECT_NE(llama_ids("<|im_start|>", false), (std::vector<int32_t>{151644}));
+  EXPECT_EQ(llama_ids(qwen3(), "Hello world", true), (std::vector<int32_t>{9707, 1879}));
+  EXPECT_EQ(llama_ids(qwen3(), "<|im_start|>", true), (std::vector<int32_t>{151644}));
+  EXPECT_NE(llama_ids(qwen3(), "<|im_start|>", false), (std::vector<int32_t>{151644}));
   const std::string chat = "<|im_start|>user\nhi<|im_end|>";
   const std::vector<int32_t> ids = tok.encode(chat);
   ASSERT_GE(ids.size(), 3u);
@@ -316,9 +379,15 @@ TEST(Tokenizer, from_gguf_rejects_other_tokenizers_naming_the_key) {
   }
   io::GgufMetadata qwen;
   qwen.add("tokenizer.ggml.model", {std::string("gpt2")});
-  qwen.add("tokenizer.ggml.pre", {std::string("llama3")});
+  qwen.add("tokenizer.ggml.pre", {std::string("deepseek-llm")});
   qwen.add("tokenizer.ggml.tokens", {io::GgufArray{std::vector<std::string>{"a"}}});
-  EXPECT_THROW(Tokenizer::from_gguf(qwen), Error);
+  try {
+    Tokenizer::from_gguf(qwen);
+    FAIL() << "expected tempra::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pre-tokenizer 'deepseek-llm' is not supported"), std::string::npos)
+        << e.what();
+  }
   io::GgufMetadata missing;
   EXPECT_THROW(Tokenizer::from_gguf(missing), Error);
 }

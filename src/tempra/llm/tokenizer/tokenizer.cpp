@@ -3,6 +3,7 @@
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +11,7 @@
 #include <utility>
 
 #include "tempra/core/error.h"
-#include "tempra/llm/tokenizer/pretokenize_qwen2.h"
+#include "tempra/llm/tokenizer/pretokenize.h"
 #include "tempra/llm/tokenizer/unicode.h"
 
 namespace tempra::llm {
@@ -88,13 +89,23 @@ const std::vector<std::string>& string_array(const io::GgufMetadata& m, std::str
   return std::get<std::vector<std::string>>(array.items);
 }
 
+// The GGUF tokenizer.ggml.pre names llama.cpp maps to each split (llama-vocab.cpp).
+constexpr const char* kLlama3Names = "llama3, llama-v3, llama-bpe";
+std::optional<PreTokenizer> pre_tokenizer_named(std::string_view name) {
+  if (name == "qwen2") return PreTokenizer::qwen2;
+  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe") return PreTokenizer::llama3;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   const size_t n = vocab_.tokens.size();
   check(n > 0, kOp, "empty vocab");
   check(n < size_t(INT32_MAX), kOp, "vocab of ", n, " tokens is too large");
-  check(vocab_.pre == "qwen2", kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (only qwen2)");
+  const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab_.pre);
+  check(pre.has_value(), kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (qwen2, ", kLlama3Names, ")");
+  pre_ = *pre;
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::normal);
   check(vocab_.types.size() == n, kOp, vocab_.types.size(), " token types for ", n, " tokens");
   for (const int32_t id : {vocab_.bos, vocab_.eos, vocab_.pad})
@@ -140,7 +151,9 @@ Tokenizer Tokenizer::from_gguf(const io::GgufMetadata& m) {
   vocab.bos = optional_id(m, "tokenizer.ggml.bos_token_id", n);
   vocab.eos = optional_id(m, "tokenizer.ggml.eos_token_id", n);
   vocab.pad = optional_id(m, "tokenizer.ggml.padding_token_id", n);
-  vocab.add_bos = optional_flag(m, "tokenizer.ggml.add_bos_token", false);
+  // llama.cpp's default for the llama3 pre-tokenizers is to add BOS; the key overrides it.
+  const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab.pre);
+  vocab.add_bos = optional_flag(m, "tokenizer.ggml.add_bos_token", pre == PreTokenizer::llama3);
   vocab.add_eos = optional_flag(m, "tokenizer.ggml.add_eos_token", false);
   return Tokenizer(std::move(vocab));
 }
@@ -161,7 +174,7 @@ uint32_t Tokenizer::attr(int32_t id) const {
 
 void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) const {
   const std::vector<uint32_t> cpts = decode_utf8_lenient(text);
-  const std::vector<size_t> words = pretokenize_qwen2(cpts);
+  const std::vector<size_t> words = pretokenize(pre_, cpts);
   std::string utf8, byte_level;
   size_t start = 0;
   for (const size_t length : words) {
@@ -170,7 +183,13 @@ void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) co
     start += length;
     byte_level.clear();
     for (const char c : utf8) append_utf8(byte_level, byte_to_codepoint(static_cast<uint8_t>(c)));
-    bpe_.encode_word(byte_level, out);
+    // llama3 vocabs ignore the merges of a word that is a token itself (llama.cpp's
+    // ignore_merges; Hugging Face's tokenizer.json says the same).
+    const int32_t whole = pre_ == PreTokenizer::llama3 ? bpe_.find(byte_level) : -1;
+    if (whole >= 0)
+      out.push_back(whole);
+    else
+      bpe_.encode_word(byte_level, out);
   }
 }
 

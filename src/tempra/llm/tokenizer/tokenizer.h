@@ -1,5 +1,6 @@
 // tempra/llm/tokenizer/tokenizer.h: the byte-level BPE tokenizer of GGUF models (`tokenizer.ggml.model =
-// gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3).
+// gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3; or the `llama3` ones, llama-bpe:
+// Llama 3.x).
 //
 // Contract:
 //   - encode(text) returns llama.cpp's llama_tokenize ids for the same vocab, byte for byte
@@ -9,8 +10,9 @@
 //          of its occurrences. With parse_special = false only USER_DEFINED tokens are cut out
 //          (as llama.cpp and Hugging Face do), so "<|im_start|>" is then tokenized as text;
 //       2. each text fragment is decoded leniently (invalid UTF-8: one U+FFFD per bad byte,
-//          unicode.h), split by the qwen2 rule (pretokenize_qwen2.h), and each word is BPE'd in
-//          the byte-level alphabet (bpe.h). No NFC normalization: llama.cpp applies none
+//          unicode.h), split by the vocab's pre-tokenizer rule (pretokenize.h), and each word is
+//          BPE'd in the byte-level alphabet (bpe.h); under llama3 a word that is a token itself
+//          is that token, whatever the merges say. No NFC normalization: llama.cpp applies none
 //          (Hugging Face's Qwen tokenizer does; they differ on non-NFC input).
 //     Invalid UTF-8 never throws; it encodes as U+FFFD would, so decode(encode(s)) == s holds
 //     for valid UTF-8 only. Code points above U+10FFFF (lead bytes 0xF5-0xF7) also become
@@ -23,7 +25,8 @@
 //     incomplete code point at the end is held until completed; bytes that can never form one
 //     are passed through as they are, so the concatenation of all output equals decode(ids).
 //   - from_gguf throws tempra::Error naming the key for a missing or malformed field and for a
-//     tokenizer model or pre-tokenizer other than gpt2/qwen2.
+//     tokenizer model other than gpt2 or a pre-tokenizer other than qwen2 and the llama3 names.
+//     add_bos defaults to llama.cpp's: true for the llama3 pre-tokenizers, false otherwise.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,7 @@
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_value.h"
 #include "tempra/llm/tokenizer/bpe.h"
+#include "tempra/llm/tokenizer/pretokenize.h"
 
 namespace tempra::llm {
 
@@ -101,6 +105,7 @@ class Tokenizer {
   std::vector<uint32_t> attrs_;
   std::vector<int32_t> special_;  // CONTROL | USER_DEFINED | UNKNOWN ids, longest text first
   BpeModel bpe_;
+  PreTokenizer pre_ = PreTokenizer::qwen2;
 };
 
 class StreamingDecoder {

@@ -1,14 +1,15 @@
-// tempra/llm/tokenizer/pretokenize_qwen2.cpp: see pretokenize_qwen2.h. Each alternative of the regex is
+// tempra/llm/tokenizer/pretokenize.cpp: see pretokenize.h. Each alternative of the regex is
 // tried in order at the current position, as a hand-written matcher: std::regex lacks \p{..}
 // and is quadratic on long runs. Outside the text every code point reads as "no category", which
 // is what ends the runs and what `(?!\S)` looks at.
-#include "tempra/llm/tokenizer/pretokenize_qwen2.h"
+#include "tempra/llm/tokenizer/pretokenize.h"
 
 #include "tempra/llm/tokenizer/unicode.h"
 
 namespace tempra::llm {
 
-std::vector<size_t> pretokenize_qwen2(std::span<const uint32_t> cpts) {
+std::vector<size_t> pretokenize(PreTokenizer kind, std::span<const uint32_t> cpts) {
+  const size_t max_digits = kind == PreTokenizer::llama3 ? 3 : 1;
   std::vector<size_t> words;
   const size_t n = cpts.size();
   constexpr uint32_t kOutside = 0xFFFFFFFF;
@@ -53,9 +54,10 @@ std::vector<size_t> pretokenize_qwen2(std::span<const uint32_t> cpts) {
       continue;
     }
 
-    // \p{N}
+    // \p{N}{1,max_digits}: a run of digits in words of max_digits, the rest last
     if (flags.number) {
-      ++pos;
+      size_t digits = 0;
+      while (flags_at(pos).number && digits < max_digits) ++pos, ++digits;
       end_word(pos);
       continue;
     }
