@@ -12,7 +12,8 @@
 #include "quantize.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_value.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/architectures.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::app {
@@ -48,10 +49,15 @@ cli::Command synth_command() {
   tokenizer_help += std::string("; default ") + TEMPRA_DEFAULT_TOKENIZER_DIR;
 #endif
   return {.name = "synth",
-          .summary = "Write a Qwen3 model with seeded random weights (Qwen3's tokenizer, any weight format).",
-          .options = {{.spellings = {"--preset"},
+          .summary = "Write a model of a supported architecture with seeded random weights (any weight format).",
+          .options = {{.spellings = {"--arch"},
                        .kind = cli::Kind::String,
-                       .help = "tiny (2 layers, hidden 256) or 0.6b (Qwen3-0.6B's shape)",
+                       .help = "the architecture: " + llm::supported_architectures(),
+                       .default_value = "qwen3"},
+                      {.spellings = {"--preset"},
+                       .kind = cli::Kind::String,
+                       .help = "tiny (2 layers, hidden 256), 0.6b (qwen3: Qwen3-0.6B's shape) or 1b (llama: Llama "
+                               "3.2 1B's shape)",
                        .default_value = "tiny"},
                       {.spellings = {"--type"},
                        .kind = cli::Kind::String,
@@ -59,6 +65,11 @@ cli::Command synth_command() {
                        .default_value = "F16"},
                       {.spellings = {"--seed"}, .kind = cli::Kind::Int, .help = "weight seed", .default_value = "0"},
                       {.spellings = {"--tokenizer"}, .kind = cli::Kind::String, .help = tokenizer_help, .metavar = "DIR"},
+                      {.spellings = {"--vocab-from"},
+                       .kind = cli::Kind::String,
+                       .help = "copy the tokenizer.* keys of this GGUF (llama.cpp's models/ggml-vocab-*.gguf, a "
+                               "model); the vocab size becomes its token count",
+                       .metavar = "GGUF"},
                       shape("--layers", "override the layer count"),
                       shape("--embd", "override the hidden size"),
                       shape("--ff", "override the feed-forward size"),
@@ -79,14 +90,15 @@ cli::Command synth_command() {
 }
 
 int run_synth(const cli::Args& args) {
-  const std::string preset = args.string("--preset");
-  llm::SynthQwen3Spec spec;
-  if (preset == "tiny")
-    spec = llm::SynthQwen3Spec::tiny();
-  else if (preset == "0.6b" || preset == "0.6B")
-    spec = llm::SynthQwen3Spec::qwen3_0_6b();
-  else
-    throw cli::UsageError("--preset must be tiny or 0.6b, got '" + preset + "'");
+  const std::string arch = args.string("--arch");
+  if (llm::find_architecture(arch) == nullptr)
+    throw cli::UsageError("--arch '" + arch + "' is not one of " + llm::supported_architectures());
+  llm::SynthSpec spec;
+  try {
+    spec = llm::SynthSpec::preset(arch, args.string("--preset"));
+  } catch (const Error& e) {
+    throw cli::UsageError(std::string("--preset: ") + e.what());
+  }
 
   const std::string type_name = upper(args.string("--type"));
   const FileType* quantized = nullptr;
@@ -112,9 +124,23 @@ int run_synth(const cli::Args& args) {
   if (args.given("--head-dim")) spec.head_dim = positive(args, "--head-dim");
   if (args.given("--vocab")) spec.n_vocab = positive(args, "--vocab", 0x7fffffff);
   if (args.given("--ctx")) spec.context_length = positive(args, "--ctx");
-  spec.tied_embeddings = !args.flag("--untied");
+  if (args.flag("--untied")) spec.tied_embeddings = false;
 
   std::string tokenizer = args.has("--tokenizer") ? args.string("--tokenizer") : std::string();
+  if (args.has("--vocab-from")) {
+    if (!tokenizer.empty()) throw cli::UsageError("--vocab-from and --tokenizer are exclusive");
+    spec.vocab_gguf = args.string("--vocab-from");
+    try {
+      spec.n_vocab = llm::gguf_vocab_size(spec.vocab_gguf);
+    } catch (const Error& e) {
+      throw cli::UsageError(std::string("--vocab-from: ") + e.what());
+    }
+    if (args.given("--vocab")) throw cli::UsageError("--vocab-from sets the vocab size; --vocab cannot");
+    tokenizer = "none";
+  }
+  // Qwen3's tokenizer is the default only for qwen3; other architectures default to the
+  // synthetic vocab (or --vocab-from).
+  if (tokenizer.empty() && arch != "qwen3") tokenizer = "none";
 #ifdef TEMPRA_DEFAULT_TOKENIZER_DIR
   if (tokenizer.empty() && fs::is_directory(TEMPRA_DEFAULT_TOKENIZER_DIR)) tokenizer = TEMPRA_DEFAULT_TOKENIZER_DIR;
 #endif
@@ -132,10 +158,14 @@ int run_synth(const cli::Args& args) {
                             std::to_string(size) + " tokens");
   }
   if (args.given("--script")) {
-    if (spec.tokenizer_dir.empty()) throw cli::UsageError("--script needs a tokenizer (--tokenizer DIR)");
+    if (spec.tokenizer_dir.empty() && spec.vocab_gguf.empty())
+      throw cli::UsageError("--script needs a tokenizer (--tokenizer DIR or --vocab-from GGUF)");
     spec.tied_embeddings = false;
     io::GgufMetadata metadata;
-    llm::add_qwen3_tokenizer_metadata(metadata, spec.tokenizer_dir, spec.n_vocab);
+    if (!spec.vocab_gguf.empty())
+      llm::copy_tokenizer_metadata(metadata, spec.vocab_gguf);
+    else
+      llm::add_qwen3_tokenizer_metadata(metadata, spec.tokenizer_dir, spec.n_vocab);
     const llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(metadata);
     for (const std::string& text : args.strings("--script")) {
       std::vector<int32_t> chain = tokenizer.encode(text, {.parse_special = true, .add_special = false});
@@ -152,11 +182,11 @@ int run_synth(const cli::Args& args) {
 
   const fs::path out = args.positional("output");
   if (quantized == nullptr) {
-    llm::write_synthetic_qwen3(out, spec);
+    llm::write_synthetic_model(out, spec);
   } else {
     const fs::path source = out.string() + ".f16-" + std::to_string(::getpid());
     try {
-      llm::write_synthetic_qwen3(source, spec);
+      llm::write_synthetic_model(source, spec);
       quantize_model(source, out, *quantized);
     } catch (...) {
       std::error_code ignored;
@@ -165,12 +195,15 @@ int run_synth(const cli::Args& args) {
     }
     fs::remove(source);
   }
-  std::printf("%s: qwen3, %d layers, hidden %lld, FFN %lld, %lld/%lld heads of %lld, vocab %lld (%s), %s, seed %llu; "
+  const std::string vocab = !spec.vocab_gguf.empty()     ? spec.vocab_gguf.filename().string()
+                            : spec.tokenizer_dir.empty() ? "synthetic"
+                                                         : "Qwen3 tokenizer";
+  std::printf("%s: %s, %d layers, hidden %lld, FFN %lld, %lld/%lld heads of %lld, vocab %lld (%s), %s, seed %llu; "
               "%.2f MiB\n",
-              out.c_str(), spec.n_layer, static_cast<long long>(spec.n_embd), static_cast<long long>(spec.n_ff),
+              out.c_str(), spec.architecture.c_str(), spec.n_layer, static_cast<long long>(spec.n_embd), static_cast<long long>(spec.n_ff),
               static_cast<long long>(spec.n_head), static_cast<long long>(spec.n_head_kv),
               static_cast<long long>(spec.head_dim), static_cast<long long>(spec.n_vocab),
-              spec.tokenizer_dir.empty() ? "synthetic" : "Qwen3 tokenizer",
+              vocab.c_str(),
               quantized ? std::string(quantized->name).c_str() : dtype_label(spec.weight_type),
               static_cast<unsigned long long>(spec.seed), static_cast<double>(fs::file_size(out)) / (1024.0 * 1024.0));
   return 0;

@@ -1,5 +1,5 @@
 // tests/apps/generate_cli_test.cpp: `tempra generate`, `tempra chat`, `tempra tokenize` and
-// `tempra bench` end to end, the built executable run on synthesized Qwen3 models (llm/model/qwen3_synth.h), its
+// `tempra bench` end to end, the built executable run on synthesized Qwen3 models (llm/model/synth.h), its
 // stdout and stderr captured apart and compared with the library it drives: Tokenizer::encode,
 // Session::forward's logits, an argmax decode written here, llm::Generator.
 //
@@ -25,7 +25,7 @@
 #include "tempra/llm/template/chat_template.h"
 #include "tempra/llm/runtime/generator.h"
 #include "tempra/llm/model/qwen3.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
 namespace tempra::llm {
@@ -46,8 +46,8 @@ struct Cleanup {
   }
 } cleanup;
 
-SynthQwen3Spec small_spec() {
-  SynthQwen3Spec s;
+SynthSpec small_spec() {
+  SynthSpec s;
   s.n_layer = 2;
   s.n_embd = 64;
   s.n_ff = 128;
@@ -78,7 +78,7 @@ Model open_model(const fs::path& path) {
 const Model& synthetic_vocab_model() {
   static const Model m = [] {
     const fs::path path = scratch() / "small.gguf";
-    write_synthetic_qwen3(path, small_spec());
+    write_synthetic_model(path, small_spec());
     return open_model(path);
   }();
   return m;
@@ -86,12 +86,12 @@ const Model& synthetic_vocab_model() {
 
 const Model& qwen3_vocab_model() {
   static const Model m = [] {
-    SynthQwen3Spec s = small_spec();
+    SynthSpec s = small_spec();
     s.n_vocab = 151936;
     s.weight_type = DType::f16;
     s.tokenizer_dir = TEMPRA_QWEN3_TOKENIZER_DIR;
     const fs::path path = scratch() / "small-qwen3-vocab.gguf";
-    write_synthetic_qwen3(path, s);
+    write_synthetic_model(path, s);
     return open_model(path);
   }();
   return m;
@@ -458,7 +458,7 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
   const std::vector<Case> cases = {
       {{"generate", "-m", "/no/such/model.gguf", "-p", "x"}, 1, "/no/such/model.gguf: cannot open"},
       {{"generate", "-m", corpus + "bad_truncated_data.gguf", "-p", "x"}, 1, "extends past the end of the file"},
-      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "architecture 'tiny' is not supported (supported: qwen3)"},
+      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "architecture 'tiny' is not supported (supported: llama, qwen3)"},
       {{"generate", "-m", model, "-p", kPrompt, "-c", "4"},
        1,
        "prompt has " + std::to_string(m.tokenizer.encode(kPrompt).size()) + " tokens but the context holds 4"},

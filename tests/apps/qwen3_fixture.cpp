@@ -1,5 +1,5 @@
 // tests/apps/qwen3_fixture.cpp: see qwen3_fixture.h. The hyperparameter keys and the tensor
-// table are the synthesizer's (llm/model/qwen3_synth.h: llama.cpp's qwen3 hparams loader and
+// table are the synthesizer's (llm/model/synth.h: llama.cpp's qwen3 hparams loader and
 // src/models/qwen3.cpp); the tokenizer keys follow llama-vocab.cpp's gpt2 branch.
 #include "apps/qwen3_fixture.h"
 
@@ -12,7 +12,7 @@
 
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::testing {
 namespace {
@@ -74,7 +74,7 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
   m.add("general.name", {std::string("tempra-tiny-qwen3")});
   m.add("general.file_type", {uint32_t{s.weight_type == 0 ? 0u : s.weight_type == 1 ? 1u : 32u}});
   // The synthesizer's table of hyperparameters and tensors, for this spec's shape.
-  const llm::SynthQwen3Spec shape{.n_layer = s.n_layer,
+  const llm::SynthSpec shape{.n_layer = s.n_layer,
                                   .n_embd = s.n_embd,
                                   .n_ff = s.n_ff,
                                   .n_head = s.n_head,
@@ -83,7 +83,7 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
                                   .n_vocab = s.n_vocab,
                                   .tied_embeddings = s.tied_embeddings,
                                   .context_length = 256};
-  llm::add_qwen3_hparams(m, shape);
+  llm::add_synth_hparams(m, shape);
 
   // gpt2 BPE: single characters, their merges "t 0".."t 9", then unique filler names; the last
   // token is the control token <|endoftext|> (bos and eos).
@@ -106,8 +106,8 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
   m.add("tokenizer.ggml.add_bos_token", {false});
 
   Weights gen(s.seed);
-  for (const llm::Qwen3Tensor& t : llm::qwen3_tensors(shape)) {
-    const bool norm = t.kind == llm::Qwen3Tensor::Kind::norm;
+  for (const llm::SynthTensor& t : llm::synth_tensors(shape)) {
+    const bool norm = t.kind == llm::SynthTensor::Kind::norm;
     const int32_t type = norm ? 0 : s.weight_type;
     std::shared_ptr<std::vector<std::byte>> bytes = norm ? gen.norm(t.ne[0]) : gen.matrix(t.ne[0], t.ne[1], type);
     w.add_tensor(t.name, type, t.ne, *bytes, bytes);

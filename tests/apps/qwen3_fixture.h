@@ -3,7 +3,7 @@
 // Contract: write_qwen3_model(path, spec) writes a model that llama.cpp's qwen3 loader accepts
 // (llama_model_load_from_file, llama_model_quantize): the hyperparameters qwen3 reads, a
 // minimal gpt2-style BPE tokenizer whose token count equals the embedding's rows, and every
-// tensor create_tensor asks for (llm::qwen3_tensors, the synthesizer's table). Weights are 2-D
+// tensor create_tensor asks for (llm::synth_tensors, the synthesizer's table). Weights are 2-D
 // matrices in spec.weight_type (f32, f16 or bf16) with per-row scales drawn from `seed`, so
 // the k-quant encoders see rows of very different magnitude; norms are f32 near 1.
 #pragma once

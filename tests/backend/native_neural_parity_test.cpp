@@ -66,6 +66,38 @@ TEST(NativeRopeParity, BitwiseBothModesPartialDims) {
   }
 }
 
+// Llama 3's rope scaling divides each pair's angle by its frequency factor: native equals scalar
+// bit for bit, and factors of 2 everywhere rotate exactly as freq_scale 0.5 does (both halve
+// the angle exactly in double).
+TEST(NativeRopeParity, FrequencyFactorsDivideEachPairsAngle) {
+  const int64_t head_dim = 64, outer = 1, seq = 9, heads = 2;
+  const auto x = parity::random_floats(outer * seq * heads * head_dim, 11);
+  std::vector<int32_t> positions(seq);
+  for (int64_t i = 0; i < seq; ++i) positions[i] = int32_t(i * 1531 + 1);
+  std::vector<float> factors(head_dim / 2), twos(head_dim / 2, 2.0f);
+  for (size_t i = 0; i < factors.size(); ++i) factors[i] = 1.0f + float(i % 7) * 1.5f;
+  ThreadPool one(1);
+  for (RopeMode mode : {RopeMode::neox, RopeMode::normal}) {
+    RopeParams params{.mode = mode, .n_dims = head_dim, .freq_base = 5e5, .freq_scale = 0.25,
+                      .freq_factors = factors.data()};
+    std::vector<float> want(x.size()), got(x.size()), plain(x.size());
+    parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, want.data(), one);
+    parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got.data(), one);
+    EXPECT_TRUE(parity::bitwise_equal(got, want));
+    params.freq_factors = nullptr;
+    parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, plain.data(), one);
+    EXPECT_FALSE(parity::bitwise_equal(plain, want)) << "the factors changed nothing";
+
+    params.freq_scale = 1.0;
+    params.freq_factors = twos.data();
+    parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, want.data(), one);
+    params.freq_scale = 0.5;
+    params.freq_factors = nullptr;
+    parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got.data(), one);
+    EXPECT_TRUE(parity::bitwise_equal(got, want));
+  }
+}
+
 void check_attention(AttentionShape s, bool causal, bool with_mask) {
   SCOPED_TRACE("Hq " + std::to_string(s.q_heads) + " Hkv " + std::to_string(s.kv_heads) + " Tq " +
                std::to_string(s.q_len) + " Tk " + std::to_string(s.kv_len) + " D " + std::to_string(s.head_dim) +

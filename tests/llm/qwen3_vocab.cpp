@@ -9,7 +9,7 @@
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::testing {
 
@@ -30,7 +30,7 @@ void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesy
   m.add("qwen3.attention.value_length", {uint32_t{32}});
   m.add("qwen3.rope.freq_base", {1000000.0f});
   m.add("qwen3.attention.layer_norm_rms_epsilon", {1e-6f});
-  // The converter's tokenizer keys, shared with the model synthesizer (llm/qwen3_synth.h).
+  // The converter's tokenizer keys, shared with the model synthesizer (llm/synth.h).
   llm::add_qwen3_tokenizer_metadata(m, tokenizer_json.parent_path(), kQwen3VocabSize);
   w.write(path);
 }

@@ -20,7 +20,7 @@
 #include "support/files.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/decode/draft.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/runtime/generator.h"
 #include "tempra/llm/runtime/session.h"
 
@@ -143,16 +143,16 @@ TEST(Speculative, a_grammar_cuts_drafts_and_the_output_is_unchanged) {
 }
 
 TEST(Speculative, a_model_that_copies_has_its_drafts_accepted) {
-  // A scripted model (qwen3_synth.h): after each token of the chain its most likely next token
+  // A scripted model (synth.h): after each token of the chain its most likely next token
   // is the chain's next one. The prompt holds the chain twice, then its start again.
   const fs::path path = testing::scratch_dir("tempra_speculative_test") / "copy.gguf";
   std::vector<int32_t> chain;
   for (int i = 0; i < 40; ++i) chain.push_back(int32_t(20 + i));
   if (!fs::exists(path)) {
-    SynthQwen3Spec spec{.n_layer = 1, .n_embd = 64, .n_ff = 64, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
+    SynthSpec spec{.n_layer = 1, .n_embd = 64, .n_ff = 64, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
                         .n_vocab = 512, .tied_embeddings = false, .context_length = 512, .weight_type = DType::f32};
     spec.scripts = {chain};
-    write_synthetic_qwen3(path, spec);
+    write_synthetic_model(path, spec);
   }
   const io::GgufModel gguf = io::GgufModel::open(path);
   const Loaded m{load_model(gguf), Tokenizer::from_gguf(gguf.metadata())};

@@ -18,7 +18,7 @@
 #include "tempra/io/gguf_model.h"
 #include "tempra/io/gguf_value.h"
 #include "tempra/llm/model/model.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::serve {
 namespace {
@@ -39,7 +39,7 @@ const ScriptedModel& scripted() {
   static const ScriptedModel m = [] {
     const fs::path path = testing::scratch_dir("tempra_serve_api_test") / "scripted.gguf";
     if (!fs::exists(path)) {
-      llm::SynthQwen3Spec spec{.n_layer = 1, .n_embd = 64, .n_ff = 64, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
+      llm::SynthSpec spec{.n_layer = 1, .n_embd = 64, .n_ff = 64, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
                                .n_vocab = 151936, .tied_embeddings = false, .context_length = 4096,
                                .tokenizer_dir = TEMPRA_QWEN3_TOKENIZER_DIR};
       io::GgufMetadata metadata;
@@ -51,7 +51,7 @@ const ScriptedModel& scripted() {
         chain.push_back(t.eos());
         spec.scripts.push_back(chain);
       }
-      llm::write_synthetic_qwen3(path, spec);
+      llm::write_synthetic_model(path, spec);
     }
     io::GgufModel gguf = io::GgufModel::open(path);
     std::unique_ptr<llm::Model> model = llm::load_model(gguf);

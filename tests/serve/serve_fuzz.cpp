@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "tempra/io/gguf_model.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/serve/api.h"
 
 namespace {
@@ -23,7 +23,7 @@ using namespace tempra;
 struct Fixture {
   Fixture()
       : path(std::filesystem::temp_directory_path() / ("tempra_serve_fuzz_" + std::to_string(::getpid()) + ".gguf")) {
-    llm::write_synthetic_qwen3(path, {.n_layer = 1, .n_embd = 32, .n_ff = 32, .n_head = 2, .n_head_kv = 1,
+    llm::write_synthetic_model(path, {.n_layer = 1, .n_embd = 32, .n_ff = 32, .n_head = 2, .n_head_kv = 1,
                                       .head_dim = 16, .n_vocab = 300, .context_length = 64,
                                       .weight_type = DType::f32});
     gguf = std::make_unique<io::GgufModel>(io::GgufModel::open(path));

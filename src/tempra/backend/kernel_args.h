@@ -23,8 +23,11 @@ enum class RopeMode : uint8_t { normal, neox };
 struct RopeParams {
   RopeMode mode = RopeMode::neox;
   int64_t n_dims = 0;         // leading dims of each head that rotate; the rest pass through
-  double freq_base = 10000.0;  // theta_i = pos * freq_scale * freq_base^(-2i / n_dims)
+  double freq_base = 10000.0;  // theta_i = pos * freq_scale * freq_base^(-2i / n_dims) / freq_factors[i]
   double freq_scale = 1.0;
+  // n_dims / 2 per-pair divisors of theta (ggml's rope freq_factors: Llama 3's rope scaling,
+  // GGUF's rope_freqs.weight); null: all 1.
+  const float* freq_factors = nullptr;
 };
 
 // Softmax over the last axis of a [rows, n] block; see tempra/ops/neural.h for the op contract.

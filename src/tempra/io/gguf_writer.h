@@ -53,7 +53,7 @@ class GgufWriter {
   void write(const std::filesystem::path& path) const;
   // Writes the file into `file` from its current position (`name` names it in errors): for a
   // writer that owns the file, such as a write_atomically body that goes on to fill in the
-  // tensor data (llm/model/qwen3_synth.cpp).
+  // tensor data (llm/model/synth.cpp).
   void write(std::FILE* file, const std::string& name) const;
 
  private:

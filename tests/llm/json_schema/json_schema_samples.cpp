@@ -24,7 +24,7 @@
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/decode/json_schema.h"
 #include "tempra/llm/model/qwen3.h"
-#include "tempra/llm/model/qwen3_synth.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/runtime/generator.h"
 
 namespace fs = std::filesystem;
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   try {
     const fs::path dir = fs::temp_directory_path() / ("tempra-json-schema-" + std::to_string(::getpid()));
     fs::create_directories(dir);
-    llm::SynthQwen3Spec spec;
+    llm::SynthSpec spec;
     spec.n_layer = 1;
     spec.n_embd = 64;
     spec.n_ff = 128;
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     spec.context_length = 32768;
     spec.weight_type = DType::f32;
     spec.seed = 11;
-    llm::write_synthetic_qwen3(dir / "model.gguf", spec);
+    llm::write_synthetic_model(dir / "model.gguf", spec);
     io::GgufModel gguf = io::GgufModel::open(dir / "model.gguf");
     llm::Qwen3Model model = llm::Qwen3Model::load(gguf);
     llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());

@@ -89,8 +89,9 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
     for (int64_t row = first; row < last; ++row) {
       const double pos = static_cast<double>(positions[row % seq]) * params.freq_scale;
       for (int64_t i = 0; i < half; ++i) {
-        const double theta = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) /
+        const double theta_base = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) /
                                                                   static_cast<double>(params.n_dims));
+        const double theta = params.freq_factors ? theta_base / params.freq_factors[i] : theta_base;
         cosines[i] = static_cast<float>(std::cos(theta));
         sines[i] = static_cast<float>(std::sin(theta));
       }

@@ -46,7 +46,6 @@ DecoderConfig DecoderConfig::read(const ModelLoader& in) {
   if (scaling != "none" && scaling != "linear" && factor != 0.0 && factor != 1.0)
     in.fail("rope scaling '", scaling, "' is not supported (none and linear are)");
   c.rope_freq_scale = factor == 0.0 ? 1.0 : 1.0 / factor;
-  if (!in.has("token_embd.weight")) in.fail("tensor 'token_embd.weight' is missing");
   return c;
 }
 
@@ -187,6 +186,24 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   positions.resize(size_t(n));
 }
 
+void DecoderModel::load_embeddings_and_head(ModelLoader& in) {
+  config_ = DecoderConfig::read(in);
+  config_.n_vocab = in.tensor_rows("token_embd.weight");
+  token_embd_ = in.matrix("token_embd.weight", config_.n_vocab, config_.n_embd);
+  output_norm_ = in.vector("output_norm.weight", config_.n_embd);
+  output_ = in.has("output.weight") ? in.matrix("output.weight", config_.n_vocab, config_.n_embd) : token_embd_;
+}
+
+void DecoderModel::finish_load(const ModelLoader& in) {
+  quantized_row_bytes_ = in.quantized_row_bytes();
+  info_ = config_.info(in.architecture());
+}
+
+std::unique_ptr<ForwardBuffers> DecoderModel::make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
+                                                           int64_t kv_capacity) const {
+  return std::make_unique<DecoderBuffers>(ctx, config_, quantized_row_bytes_, tokens, logit_rows, kv_capacity);
+}
+
 ForwardPass::ForwardPass(std::string_view op, ExecContext& ctx, std::span<const SequenceRows> batch,
                          ForwardBuffers& buffers, Numerics numerics)
     : ctx_(ctx), batch_(batch), b_(decoder_buffers(op, buffers)), numerics_(numerics) {
@@ -219,6 +236,15 @@ void ForwardPass::embed(const Array& table, float* out) const {
 void ForwardPass::linear(const float* x, const Array& w, float* y) const {
   linear_runs(ctx_, batch_, [](const SequenceRows& seq) { return int64_t(seq.tokens.size()); }, x, w, y,
               b_.quantized_scratch.raw_data(), numerics_);
+}
+
+void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& bias) const {
+  linear(x, w, y);
+  if (!bias.defined()) return;
+  const int64_t width = w.dim(0);
+  const float* b = bias.data<float>();
+  for (int64_t r = 0; r < n_; ++r)
+    for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
 }
 
 void ForwardPass::rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps,

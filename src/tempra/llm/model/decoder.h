@@ -87,6 +87,35 @@ struct DecoderBuffers final : ForwardBuffers {
   std::vector<int32_t> positions;
 };
 
+// What every decoder-only architecture keeps beside its layers: the shared hyperparameters, the
+// token embedding, the final norm and the output head, the numerics, and buffers sized for them.
+// An architecture derives from it, loads its layers, and writes forward() with a ForwardPass.
+class DecoderModel : public Model {
+ public:
+  const ModelInfo& info() const override { return info_; }
+  const DecoderConfig& config() const { return config_; }
+  // Bytes of one activation row quantized for the widest block-quantized weight (0 if none).
+  size_t quantized_row_bytes() const { return quantized_row_bytes_; }
+  Numerics numerics() const { return numerics_; }
+  void set_numerics(Numerics mode) { numerics_ = mode; }
+
+  std::unique_ptr<ForwardBuffers> make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
+                                               int64_t kv_capacity) const override;
+
+ protected:
+  // Reads `config` (DecoderConfig::read plus n_vocab) and token_embd, output_norm and output
+  // (tied to token_embd when the file has no output.weight).
+  void load_embeddings_and_head(ModelLoader& in);
+  // Records the scratch the loaded matrices need and the ModelInfo; call after the layers.
+  void finish_load(const ModelLoader& in);
+
+  ModelInfo info_;
+  DecoderConfig config_;
+  Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
+  size_t quantized_row_bytes_ = 0;           // also room for a row rounded to f16/bf16 (as f32)
+  Numerics numerics_ = Numerics::standard;
+};
+
 class ForwardPass {
  public:
   // `buffers` must be a DecoderBuffers; `op` names the architecture in errors.
@@ -104,6 +133,8 @@ class ForwardPass {
   // y [rows, n] = x [rows, k] w^T for w [n, k]: ops::linear's arithmetic (see linear_rows in
   // decoder.cpp for the one dispatch that differs).
   void linear(const float* x, const Array& w, float* y) const;
+  // The same, then y += bias on every row when `bias` (f32 [n]) is defined (ggml_add's order).
+  void linear(const float* x, const Array& w, float* y, const Array& bias) const;
   // y = rms_norm(x) * weight over `rows` rows of `width` (a head's rows: rows() * heads).
   void rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps, float* y) const;
   // Rotates each of rows() x heads head vectors of head_dim by its row's position.

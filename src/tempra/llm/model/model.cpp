@@ -3,27 +3,12 @@
 #include "tempra/llm/model/model.h"
 
 #include <algorithm>
-#include <array>
 #include <string>
 
 #include "tempra/core/error.h"
-#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/architectures.h"
 
 namespace tempra::llm {
-namespace {
-
-// general.architecture -> loader. One row per architecture file.
-struct Architecture {
-  std::string_view name;
-  std::unique_ptr<Model> (*load)(const io::GgufModel&);
-};
-constexpr std::array<Architecture, 1> kArchitectures = {{
-    {"qwen3", [](const io::GgufModel& gguf) -> std::unique_ptr<Model> {
-       return std::make_unique<Qwen3Model>(Qwen3Model::load(gguf));
-     }},
-}};
-
-}  // namespace
 
 void check_batch(std::string_view op, const ModelInfo& info, std::span<const SequenceRows> batch,
                  const ForwardBuffers& buffers) {
@@ -82,12 +67,9 @@ std::unique_ptr<Model> load_model(const io::GgufModel& gguf) {
   check(arch != nullptr && arch->is<std::string>(), "load_model", file,
         ": metadata key 'general.architecture' is missing");
   const std::string& name = std::get<std::string>(arch->value);
-  std::string supported;
-  for (const Architecture& a : kArchitectures) {
-    if (a.name == name) return a.load(gguf);
-    supported += (supported.empty() ? "" : ", ") + std::string(a.name);
-  }
-  fail("load_model", file, ": architecture '", name, "' is not supported (supported: ", supported, ")");
+  if (const Architecture* a = find_architecture(name)) return a->load(gguf);
+  fail("load_model", file, ": architecture '", name, "' is not supported (supported: ", supported_architectures(),
+       ")");
 }
 
 std::unique_ptr<Model> load_model(const std::filesystem::path& path) {

@@ -48,6 +48,11 @@ std::string ModelLoader::string(const std::string& key, const std::string& fallb
   return std::get<std::string>(value->value);
 }
 
+int64_t ModelLoader::tensor_rows(const std::string& name) const {
+  if (!has(name)) fail("tensor '", name, "' is missing");
+  return gguf_.tensor(name).dim(0);
+}
+
 Array ModelLoader::tensor(const std::string& name, const Dims& shape) const {
   if (!has(name)) fail("tensor '", name, "' is missing");
   Array t = gguf_.tensor(name);

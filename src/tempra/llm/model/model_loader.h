@@ -37,6 +37,8 @@ class ModelLoader {
   bool has_key(const std::string& key) const;
 
   bool has(const std::string& tensor) const { return gguf_.find_tensor(tensor) != nullptr; }
+  // The outermost dimension of a required tensor (the vocab size of token_embd.weight).
+  int64_t tensor_rows(const std::string& name) const;
   // The tensor `name` with tempra shape `shape` (outermost first), any type.
   Array tensor(const std::string& name, const Dims& shape) const;
   // A weight matrix [rows, cols]: f32, f16, bf16 or a block format with a quantized dot.

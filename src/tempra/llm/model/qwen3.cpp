@@ -18,13 +18,9 @@ Qwen3Model Qwen3Model::load(const std::filesystem::path& path) {
 Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
   ModelLoader in(gguf, "qwen3");
   Qwen3Model m;
-  DecoderConfig& c = m.config_;
-  c = DecoderConfig::read(in);
-  c.n_vocab = gguf.tensor("token_embd.weight").dim(0);
+  m.load_embeddings_and_head(in);
+  const DecoderConfig& c = m.config_;
   const int64_t E = c.n_embd;
-  m.token_embd_ = in.matrix("token_embd.weight", c.n_vocab, E);
-  m.output_norm_ = in.vector("output_norm.weight", E);
-  m.output_ = in.has("output.weight") ? in.matrix("output.weight", c.n_vocab, E) : m.token_embd_;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     m.layers_.push_back(Qwen3Layer{
@@ -41,14 +37,28 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
         .ffn_down = in.matrix(p + "ffn_down.weight", E, c.n_ff),
     });
   }
-  m.quantized_row_bytes_ = in.quantized_row_bytes();
-  m.info_ = c.info("qwen3");
+  m.finish_load(in);
   return m;
 }
 
-std::unique_ptr<ForwardBuffers> Qwen3Model::make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
-                                                         int64_t kv_capacity) const {
-  return std::make_unique<DecoderBuffers>(ctx, config_, quantized_row_bytes_, tokens, logit_rows, kv_capacity);
+std::vector<SynthTensor> Qwen3Model::synth_tensors(const SynthSpec& s) {
+  SynthTable t(s);
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
+  for (int i = 0; i < s.n_layer; ++i) {
+    t.layer(i);
+    t.norm("attn_norm", s.n_embd);
+    t.matrix("attn_q", s.n_embd, q_dim);
+    t.matrix("attn_k", s.n_embd, kv_dim);
+    t.matrix("attn_v", s.n_embd, kv_dim);
+    t.matrix("attn_output", q_dim, s.n_embd);
+    t.norm("attn_q_norm", s.head_dim);
+    t.norm("attn_k_norm", s.head_dim);
+    t.norm("ffn_norm", s.n_embd);
+    t.matrix("ffn_gate", s.n_embd, s.n_ff);
+    t.matrix("ffn_up", s.n_embd, s.n_ff);
+    t.matrix("ffn_down", s.n_ff, s.n_embd);
+  }
+  return t.take();
 }
 
 void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const {

@@ -28,7 +28,7 @@
 #include "tempra/core/array.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/decoder.h"
-#include "tempra/llm/model/model.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::llm {
 
@@ -37,31 +37,20 @@ struct Qwen3Layer {
   Array ffn_norm, ffn_gate, ffn_up, ffn_down;
 };
 
-class Qwen3Model final : public Model {
+class Qwen3Model final : public DecoderModel {
  public:
   static Qwen3Model load(const std::filesystem::path& path);
   static Qwen3Model load(const io::GgufModel& gguf);
+  // The tensors llama.cpp creates for this architecture at spec's shape, in the synthesizer's
+  // order (synth.h): the table load() reads, written out.
+  static std::vector<SynthTensor> synth_tensors(const SynthSpec& spec);
 
-  const ModelInfo& info() const override { return info_; }
-  const DecoderConfig& config() const { return config_; }
-  // Bytes of one activation row quantized for the widest block-quantized weight (0 if none).
-  size_t quantized_row_bytes() const { return quantized_row_bytes_; }
-  Numerics numerics() const { return numerics_; }
-  void set_numerics(Numerics mode) { numerics_ = mode; }
-
-  std::unique_ptr<ForwardBuffers> make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
-                                               int64_t kv_capacity) const override;
   // The batch of model.h's contract, into `buffers` (made by make_buffers). Allocates nothing.
   void forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const override;
   using Model::forward;
 
  private:
-  ModelInfo info_;
-  DecoderConfig config_;
-  Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   std::vector<Qwen3Layer> layers_;
-  size_t quantized_row_bytes_ = 0;  // also room for a row rounded to f16/bf16 (as f32)
-  Numerics numerics_ = Numerics::standard;
 };
 
 }  // namespace tempra::llm

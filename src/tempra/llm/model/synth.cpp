@@ -1,7 +1,9 @@
-// tempra/llm/model/qwen3_synth.cpp: see qwen3_synth.h. Tensor names and shapes follow llama.cpp's
-// src/models/qwen3.cpp and its qwen3 hparams loader; the vocab follows convert_hf_to_gguf.py
-// (get_vocab_base, _set_vocab_gpt2) and gguf-py's SpecialVocab.
-#include "tempra/llm/model/qwen3_synth.h"
+// tempra/llm/model/synth.cpp: see synth.h. Tensor names and shapes come from each architecture's
+// table (which follows llama.cpp's src/models/ARCH.cpp) and the hparams from its loader; the vocab
+// follows convert_hf_to_gguf.py (get_vocab_base, _set_vocab_gpt2) and gguf-py's SpecialVocab.
+#include "tempra/llm/model/synth.h"
+
+#include "tempra/llm/model/architectures.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -36,11 +38,11 @@ constexpr int32_t kNormal = 1, kControl = 3, kUserDefined = 4, kUnused = 5;  // 
 
 nlohmann::json read_json(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  check(bool(in), "qwen3_synth", "cannot read ", path.string());
+  check(bool(in), "synth", "cannot read ", path.string());
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    fail("qwen3_synth", path.string(), ": ", e.what());
+    fail("synth", path.string(), ": ", e.what());
   }
 }
 
@@ -130,6 +132,7 @@ struct TensorPlan {
   std::vector<int64_t> ne;  // ggml order, innermost first
   int32_t ggml_type = 0;
   float mean = 0.0f, std = 1.0f;
+  std::vector<float> values = {};  // a fixed tensor's (f32), else empty: drawn
   uint64_t numel() const {
     uint64_t n = 1;
     for (int64_t e : ne) n *= static_cast<uint64_t>(e);
@@ -138,20 +141,23 @@ struct TensorPlan {
   uint64_t nbytes() const { return numel() * (ggml_type == 0 ? 4u : 2u); }
 };
 
-std::vector<TensorPlan> plan_tensors(const SynthQwen3Spec& s, int32_t weight_type) {
+std::vector<TensorPlan> plan_tensors(const SynthSpec& s, int32_t weight_type) {
   std::vector<TensorPlan> plans;
-  for (Qwen3Tensor& t : qwen3_tensors(s)) {
+  for (SynthTensor& t : synth_tensors(s)) {
     switch (t.kind) {
-      case Qwen3Tensor::Kind::embedding:
+      case SynthTensor::Kind::embedding:
         plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, 0.02f});
         break;
-      case Qwen3Tensor::Kind::matrix: {
+      case SynthTensor::Kind::matrix: {
         const auto scale = static_cast<float>(1.0 / std::sqrt(t.ne[0]));  // 1/sqrt(row length)
         plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, scale});
         break;
       }
-      case Qwen3Tensor::Kind::norm:
+      case SynthTensor::Kind::norm:
         plans.push_back({std::move(t.name), std::move(t.ne), 0, 1.0f, 0.05f});
+        break;
+      case SynthTensor::Kind::fixed:
+        plans.push_back({std::move(t.name), std::move(t.ne), 0, 0.0f, 0.0f, std::move(t.values)});
         break;
     }
   }
@@ -162,6 +168,10 @@ std::vector<TensorPlan> plan_tensors(const SynthQwen3Spec& s, int32_t weight_typ
 void fill_tensor(ThreadPool& pool, const TensorPlan& t, uint64_t seed, uint64_t k, std::byte* out) {
   const uint64_t stream = splitmix64_mix(seed ^ (0x5157454e33ull + k * CounterRng::kGolden));  // "QWEN3" + k
   const auto n = static_cast<int64_t>(t.numel());
+  if (!t.values.empty()) {
+    std::memcpy(out, t.values.data(), t.values.size() * sizeof(float));
+    return;
+  }
   pool.parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const float v = t.mean + t.std * CounterRng::normal(stream, static_cast<uint64_t>(i));
@@ -184,9 +194,9 @@ void store(const TensorPlan& t, std::byte* out, uint64_t i, float v) {
   }
 }
 
-// A scripted model's tensors (SynthQwen3Spec::scripts): the layers' outputs zero, one-hot
+// A scripted model's tensors (SynthSpec::scripts): the layers' outputs zero, one-hot
 // embeddings for the script's tokens, an output matrix from each to its successor.
-void script_tensor(const SynthQwen3Spec& s, const TensorPlan& t, std::byte* out) {
+void script_tensor(const SynthSpec& s, const TensorPlan& t, std::byte* out) {
   const bool layer_output = t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
   const bool embedding = t.name == "token_embd.weight", head = t.name == "output.weight";
   if (t.name == "output_norm.weight") {
@@ -212,7 +222,7 @@ void script_tensor(const SynthQwen3Spec& s, const TensorPlan& t, std::byte* out)
 
 }  // namespace
 
-SynthQwen3Spec SynthQwen3Spec::tiny() {
+SynthSpec SynthSpec::tiny() {
   return {.n_layer = 2,
           .n_embd = 256,
           .n_ff = 768,
@@ -224,7 +234,7 @@ SynthQwen3Spec SynthQwen3Spec::tiny() {
           .context_length = 4096};
 }
 
-SynthQwen3Spec SynthQwen3Spec::qwen3_0_6b() {
+SynthSpec SynthSpec::qwen3_0_6b() {
   return {.n_layer = 28,
           .n_embd = 1024,
           .n_ff = 3072,
@@ -236,45 +246,125 @@ SynthQwen3Spec SynthQwen3Spec::qwen3_0_6b() {
           .context_length = 40960};
 }
 
-std::vector<Qwen3Tensor> qwen3_tensors(const SynthQwen3Spec& s) {
-  std::vector<Qwen3Tensor> tensors;
-  using Kind = Qwen3Tensor::Kind;
-  const auto matrix = [&](std::string name, int64_t cols, int64_t rows) {
-    tensors.push_back({std::move(name), {cols, rows}, Kind::matrix});
-  };
-  const auto norm = [&](std::string name, int64_t n) { tensors.push_back({std::move(name), {n}, Kind::norm}); };
-  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
-  tensors.push_back({"token_embd.weight", {s.n_embd, s.n_vocab}, Kind::embedding});
-  norm("output_norm.weight", s.n_embd);
-  if (!s.tied_embeddings) matrix("output.weight", s.n_embd, s.n_vocab);
-  for (int i = 0; i < s.n_layer; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    norm(p + "attn_norm.weight", s.n_embd);
-    matrix(p + "attn_q.weight", s.n_embd, q_dim);
-    matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    matrix(p + "attn_v.weight", s.n_embd, kv_dim);
-    matrix(p + "attn_output.weight", q_dim, s.n_embd);
-    norm(p + "attn_q_norm.weight", s.head_dim);
-    norm(p + "attn_k_norm.weight", s.head_dim);
-    norm(p + "ffn_norm.weight", s.n_embd);
-    matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
-    matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
-  }
-  return tensors;
+SynthSpec SynthSpec::llama_tiny() {
+  return {.n_layer = 2,
+          .n_embd = 256,
+          .n_ff = 768,
+          .n_head = 4,
+          .n_head_kv = 2,
+          .head_dim = 64,
+          .n_vocab = 128256,
+          .tied_embeddings = false,
+          .rope_freq_base = 500000.0,
+          .rms_norm_eps = 1e-5,
+          .context_length = 4096,
+          .architecture = "llama",
+          .llama3_rope_scaling = true};
 }
 
-void add_qwen3_hparams(io::GgufMetadata& m, const SynthQwen3Spec& s) {
-  m.add("qwen3.block_count", {uint32_t(s.n_layer)});
-  m.add("qwen3.context_length", {uint32_t(s.context_length)});
-  m.add("qwen3.embedding_length", {uint32_t(s.n_embd)});
-  m.add("qwen3.feed_forward_length", {uint32_t(s.n_ff)});
-  m.add("qwen3.attention.head_count", {uint32_t(s.n_head)});
-  m.add("qwen3.attention.head_count_kv", {uint32_t(s.n_head_kv)});
-  m.add("qwen3.rope.freq_base", {static_cast<float>(s.rope_freq_base)});
-  m.add("qwen3.attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
-  m.add("qwen3.attention.key_length", {uint32_t(s.head_dim)});
-  m.add("qwen3.attention.value_length", {uint32_t(s.head_dim)});
+SynthSpec SynthSpec::llama_1b() {
+  return {.n_layer = 16,
+          .n_embd = 2048,
+          .n_ff = 8192,
+          .n_head = 32,
+          .n_head_kv = 8,
+          .head_dim = 64,
+          .n_vocab = 128256,
+          .tied_embeddings = true,
+          .rope_freq_base = 500000.0,
+          .rms_norm_eps = 1e-5,
+          .context_length = 131072,
+          .architecture = "llama",
+          .llama3_rope_scaling = true};
+}
+
+SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name) {
+  if (architecture == "qwen3" && name == "tiny") return tiny();
+  if (architecture == "qwen3" && (name == "0.6b" || name == "0.6B")) return qwen3_0_6b();
+  if (architecture == "llama" && name == "tiny") return llama_tiny();
+  if (architecture == "llama" && (name == "1b" || name == "1B")) return llama_1b();
+  check(find_architecture(architecture) != nullptr, "synth", "architecture '", architecture,
+        "' is not supported (supported: ", supported_architectures(), ")");
+  fail("synth", "no preset '", name, "' for ", architecture, " (", architecture == "llama" ? "tiny, 1b" : "tiny, 0.6b",
+       ")");
+}
+
+SynthTable::SynthTable(const SynthSpec& s) {
+  tensors_.push_back({"token_embd.weight", {s.n_embd, s.n_vocab}, SynthTensor::Kind::embedding});
+  norm("output_norm", s.n_embd);
+  if (!s.tied_embeddings) matrix("output", s.n_embd, s.n_vocab);
+}
+
+void SynthTable::matrix(const std::string& name, int64_t cols, int64_t rows) {
+  tensors_.push_back({prefix_ + name + ".weight", {cols, rows}, SynthTensor::Kind::matrix});
+}
+
+void SynthTable::norm(const std::string& name, int64_t n) {
+  tensors_.push_back({prefix_ + name + ".weight", {n}, SynthTensor::Kind::norm});
+}
+
+void SynthTable::fixed(const std::string& name, std::vector<float> values) {
+  const auto n = static_cast<int64_t>(values.size());
+  tensors_.push_back({prefix_ + name + ".weight", {n}, SynthTensor::Kind::fixed, std::move(values)});
+}
+
+std::vector<SynthTensor> synth_tensors(const SynthSpec& s) {
+  const Architecture* arch = find_architecture(s.architecture);
+  check(arch != nullptr, "synth", "architecture '", s.architecture, "' is not supported (supported: ",
+        supported_architectures(), ")");
+  return arch->synth_tensors(s);
+}
+
+std::vector<float> llama3_rope_factors(int64_t head_dim, double freq_base, double factor, double low_freq_factor,
+                                       double high_freq_factor, double original_context) {
+  const double pi = 3.14159265358979323846;
+  const double low_freq_wavelen = original_context / low_freq_factor;
+  const double high_freq_wavelen = original_context / high_freq_factor;
+  std::vector<float> factors;
+  for (int64_t i = 0; i < head_dim; i += 2) {
+    const double freq = 1.0 / std::pow(freq_base, double(i) / double(head_dim));
+    const double wavelen = 2 * pi / freq;
+    if (wavelen < high_freq_wavelen) {
+      factors.push_back(1.0f);
+    } else if (wavelen > low_freq_wavelen) {
+      factors.push_back(float(factor));
+    } else {
+      const double smooth =
+          (original_context / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+      factors.push_back(float(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return factors;
+}
+
+void add_synth_hparams(io::GgufMetadata& m, const SynthSpec& s) {
+  const std::string a = s.architecture + ".";
+  m.add(a + "block_count", {uint32_t(s.n_layer)});
+  m.add(a + "context_length", {uint32_t(s.context_length)});
+  m.add(a + "embedding_length", {uint32_t(s.n_embd)});
+  m.add(a + "feed_forward_length", {uint32_t(s.n_ff)});
+  m.add(a + "attention.head_count", {uint32_t(s.n_head)});
+  m.add(a + "attention.head_count_kv", {uint32_t(s.n_head_kv)});
+  m.add(a + "rope.freq_base", {static_cast<float>(s.rope_freq_base)});
+  m.add(a + "attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
+  m.add(a + "attention.key_length", {uint32_t(s.head_dim)});
+  m.add(a + "attention.value_length", {uint32_t(s.head_dim)});
+  if (s.architecture == "llama") {
+    m.add(a + "rope.dimension_count", {uint32_t(s.head_dim)});
+    m.add(a + "vocab_size", {uint32_t(s.n_vocab)});
+  }
+}
+
+int64_t gguf_vocab_size(const fs::path& vocab_gguf) {
+  const io::GgufFile file = io::GgufFile::open(vocab_gguf);
+  const auto& tokens = file.metadata().get<GgufArray>("tokenizer.ggml.tokens");
+  return int64_t(tokens.size());
+}
+
+void copy_tokenizer_metadata(io::GgufMetadata& m, const fs::path& vocab_gguf) {
+  const io::GgufFile file = io::GgufFile::open(vocab_gguf);
+  for (const auto& [key, value] : file.metadata().entries())
+    if (key.starts_with("tokenizer.")) m.add(key, value);
 }
 
 int64_t hf_tokenizer_size(const fs::path& tokenizer_dir) {
@@ -286,9 +376,9 @@ void add_qwen3_tokenizer_metadata(io::GgufMetadata& m, const fs::path& tokenizer
   const nlohmann::json json = read_json(json_path);
   const nlohmann::json config = read_json(tokenizer_dir / "tokenizer_config.json");
   const int64_t size = max_token_id(json) + 1;
-  check(n_vocab >= size, "qwen3_synth", "vocab size ", n_vocab, " is smaller than the tokenizer's ", size, " (",
+  check(n_vocab >= size, "synth", "vocab size ", n_vocab, " is smaller than the tokenizer's ", size, " (",
         json_path.string(), ")");
-  check(n_vocab <= (int64_t{1} << 31) - 1, "qwen3_synth", "vocab size ", n_vocab, " does not fit a token id");
+  check(n_vocab <= (int64_t{1} << 31) - 1, "synth", "vocab size ", n_vocab, " does not fit a token id");
 
   const auto n = static_cast<size_t>(n_vocab);
   std::vector<std::string> tokens(n);
@@ -350,10 +440,15 @@ void add_qwen3_tokenizer_metadata(io::GgufMetadata& m, const fs::path& tokenizer
     m.add("tokenizer.chat_template", {config.at("chat_template").get<std::string>()});
 }
 
-void validate(const SynthQwen3Spec& s) {
+void validate(const SynthSpec& s) {
   const auto positive = [](int64_t v, const char* name) {
-    check(v > 0, "qwen3_synth", name, " must be positive, got ", v);
+    check(v > 0, "synth", name, " must be positive, got ", v);
   };
+  check(find_architecture(s.architecture) != nullptr, "synth", "architecture '", s.architecture,
+        "' is not supported (supported: ", supported_architectures(), ")");
+  check(!s.llama3_rope_scaling || s.architecture == "llama", "synth", "Llama 3's rope scaling is for llama, not ",
+        s.architecture);
+  check(s.vocab_gguf.empty() || s.tokenizer_dir.empty(), "synth", "a vocab GGUF and a tokenizer folder are exclusive");
   positive(s.n_layer, "n_layer");
   positive(s.n_embd, "n_embd");
   positive(s.n_ff, "n_ff");
@@ -364,53 +459,59 @@ void validate(const SynthQwen3Spec& s) {
   positive(s.context_length, "context_length");
   // GGUF stores the hyperparameters as u32.
   for (int64_t v : {s.n_embd, s.n_ff, s.n_head, s.n_head_kv, s.head_dim, s.context_length})
-    check(v <= int64_t{0xffffffff}, "qwen3_synth", "a hyperparameter of ", v, " does not fit GGUF's u32");
-  check(s.n_head % s.n_head_kv == 0, "qwen3_synth", "n_head ", s.n_head, " is not a multiple of n_head_kv ",
+    check(v <= int64_t{0xffffffff}, "synth", "a hyperparameter of ", v, " does not fit GGUF's u32");
+  check(s.n_head % s.n_head_kv == 0, "synth", "n_head ", s.n_head, " is not a multiple of n_head_kv ",
         s.n_head_kv);
-  check(s.head_dim % 2 == 0, "qwen3_synth", "head_dim ", s.head_dim, " is odd; rope rotates pairs");
-  check(s.weight_type == DType::f32 || s.weight_type == DType::f16 || s.weight_type == DType::bf16, "qwen3_synth",
+  check(s.head_dim % 2 == 0, "synth", "head_dim ", s.head_dim, " is odd; rope rotates pairs");
+  check(s.weight_type == DType::f32 || s.weight_type == DType::f16 || s.weight_type == DType::bf16, "synth",
         "weight type must be f32, f16 or bf16, got ", s.weight_type);
-  check(s.rope_freq_base > 0 && s.rms_norm_eps > 0, "qwen3_synth", "rope_freq_base and rms_norm_eps must be positive");
+  check(s.rope_freq_base > 0 && s.rms_norm_eps > 0, "synth", "rope_freq_base and rms_norm_eps must be positive");
   if (!s.scripts.empty()) {
-    check(!s.tied_embeddings, "qwen3_synth", "a scripted model needs untied embeddings (its output is not its input)");
+    check(!s.tied_embeddings, "synth", "a scripted model needs untied embeddings (its output is not its input)");
     std::map<int32_t, int32_t> successor;
     for (const std::vector<int32_t>& chain : s.scripts) {
-      check(!chain.empty(), "qwen3_synth", "a script chain is empty");
+      check(!chain.empty(), "synth", "a script chain is empty");
       for (size_t i = 0; i < chain.size(); ++i) {
         const int32_t t = chain[i];
-        check(t >= 0 && t < s.n_vocab, "qwen3_synth", "script token ", t, " is outside the vocab [0, ", s.n_vocab, ")");
+        check(t >= 0 && t < s.n_vocab, "synth", "script token ", t, " is outside the vocab [0, ", s.n_vocab, ")");
         const int32_t next = i + 1 < chain.size() ? chain[i + 1] : t;
         const auto [it, inserted] = successor.emplace(t, next);
-        check(inserted || it->second == next, "qwen3_synth", "script token ", t, " is followed by ", it->second,
+        check(inserted || it->second == next, "synth", "script token ", t, " is followed by ", it->second,
               " and by ", next, ": a scripted model's next token depends on the current one only");
       }
     }
-    check(int64_t(successor.size()) <= s.n_embd, "qwen3_synth", "the scripts have ", successor.size(),
+    check(int64_t(successor.size()) <= s.n_embd, "synth", "the scripts have ", successor.size(),
           " distinct tokens, more than n_embd ", s.n_embd);
   }
-  if (s.tokenizer_dir.empty()) {
-    check(s.n_vocab >= 259, "qwen3_synth", "n_vocab ", s.n_vocab,
+  if (!s.vocab_gguf.empty()) {
+    const int64_t size = gguf_vocab_size(s.vocab_gguf);
+    check(s.n_vocab == size, "synth", "n_vocab ", s.n_vocab, " differs from the ", size, " tokens of ",
+          s.vocab_gguf.string());
+  } else if (s.tokenizer_dir.empty()) {
+    check(s.n_vocab >= 259, "synth", "n_vocab ", s.n_vocab,
           " is too small for the synthetic vocab (256 bytes + 3 special tokens)");
-    check(s.n_vocab <= (int64_t{1} << 31) - 1, "qwen3_synth", "n_vocab ", s.n_vocab, " does not fit a token id");
+    check(s.n_vocab <= (int64_t{1} << 31) - 1, "synth", "n_vocab ", s.n_vocab, " does not fit a token id");
   } else {
-    check(fs::is_directory(s.tokenizer_dir), "qwen3_synth", "tokenizer folder ", s.tokenizer_dir.string(),
+    check(fs::is_directory(s.tokenizer_dir), "synth", "tokenizer folder ", s.tokenizer_dir.string(),
           " does not exist");
   }
 }
 
-void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
+void write_synthetic_model(const fs::path& out, const SynthSpec& s) {
   validate(s);
   const int32_t weight_type = *io::ggml_type_for_dtype(s.weight_type);
 
   io::GgufWriter w;
   auto& m = w.metadata();
-  m.add("general.architecture", {std::string("qwen3")});
+  m.add("general.architecture", {s.architecture});
   m.add("general.type", {std::string("model")});
-  m.add("general.name", {std::string("tempra-synthetic-qwen3")});
+  m.add("general.name", {"tempra-synthetic-" + s.architecture});
   m.add("general.file_type", {uint32_t(weight_type == 0 ? 0 : weight_type == 1 ? 1 : 32)});  // LLAMA_FTYPE_*
   m.add("general.quantization_version", {uint32_t{2}});
-  add_qwen3_hparams(m, s);
-  if (s.tokenizer_dir.empty())
+  add_synth_hparams(m, s);
+  if (!s.vocab_gguf.empty())
+    copy_tokenizer_metadata(m, s.vocab_gguf);
+  else if (s.tokenizer_dir.empty())
     add_synthetic_tokenizer_metadata(m, s.n_vocab);
   else
     add_qwen3_tokenizer_metadata(m, s.tokenizer_dir, s.n_vocab);
@@ -421,12 +522,12 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
   uint64_t largest = 0;
   for (const auto& t : plans) largest = std::max(largest, t.nbytes());
   std::shared_ptr<std::byte> zeros(static_cast<std::byte*>(std::calloc(largest, 1)), std::free);
-  check(zeros != nullptr, "qwen3_synth", "cannot allocate ", largest, " bytes");
+  check(zeros != nullptr, "synth", "cannot allocate ", largest, " bytes");
   for (const auto& t : plans) w.add_tensor(t.name, t.ggml_type, t.ne, {zeros.get(), t.nbytes()}, zeros);
 
-  io::write_atomically(out, "qwen3_synth", [&](std::FILE* f, const std::string& temp) {
+  io::write_atomically(out, "synth", [&](std::FILE* f, const std::string& temp) {
     w.write(f, temp);
-    if (std::fflush(f) != 0) fail("qwen3_synth", "writing ", temp, " failed: ", std::strerror(errno));
+    if (std::fflush(f) != 0) fail("synth", "writing ", temp, " failed: ", std::strerror(errno));
     uint64_t data_offset = 0;
     std::vector<uint64_t> offsets;
     {
@@ -445,7 +546,7 @@ void write_synthetic_qwen3(const fs::path& out, const SynthQwen3Spec& s) {
       if (!s.scripts.empty()) script_tensor(s, plans[k], buffer.data());
       if (::fseeko(f, static_cast<off_t>(data_offset + offsets[k]), SEEK_SET) != 0 ||
           std::fwrite(buffer.data(), 1, buffer.size(), f) != buffer.size())
-        fail("qwen3_synth", "writing ", plans[k].name, " to ", temp, " failed: ", std::strerror(errno));
+        fail("synth", "writing ", plans[k].name, " to ", temp, " failed: ", std::strerror(errno));
     }
   });
 }

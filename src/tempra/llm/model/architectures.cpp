@@ -1,0 +1,40 @@
+// tempra/llm/model/architectures.cpp: see architectures.h.
+#include "tempra/llm/model/architectures.h"
+
+#include <array>
+
+#include "tempra/llm/model/llama.h"
+#include "tempra/llm/model/qwen3.h"
+
+namespace tempra::llm {
+namespace {
+
+template <class Arch>
+std::unique_ptr<Model> load_as(const io::GgufModel& gguf) {
+  return std::make_unique<Arch>(Arch::load(gguf));
+}
+
+constexpr std::array<Architecture, 2> kArchitectures = {{
+    {"llama", load_as<LlamaModel>, LlamaModel::synth_tensors},
+    {"qwen3", load_as<Qwen3Model>, Qwen3Model::synth_tensors},
+}};
+
+}  // namespace
+
+std::span<const Architecture> architectures() {
+  return kArchitectures;
+}
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const Architecture& a : kArchitectures)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+std::string supported_architectures() {
+  std::string names;
+  for (const Architecture& a : kArchitectures) names += (names.empty() ? "" : ", ") + std::string(a.name);
+  return names;
+}
+
+}  // namespace tempra::llm
