@@ -4,8 +4,9 @@
 // Models: SynthSpec::llama_tiny() (2 layers, hidden 256, 4 query / 2 KV heads of dim 64, untied,
 // Llama 3's rope scaling as a rope_freqs tensor) over llama.cpp's own Llama 3 vocab
 // (models/ggml-vocab-llama-bpe.gguf: gpt2 model, llama-bpe pre-tokenizer, 128256 tokens), in
-// F32, F16 and BF16, and quantized from the F32 file to Q8_0, Q4_0, Q4_K_M and Q6_K; one more
-// on the synthetic vocab with tied embeddings and no rope scaling. The heavy label's case runs
+// F32, F16 and BF16, and quantized from the F32 file to Q8_0, Q4_0, Q4_K_M and Q6_K; one on
+// llama.cpp's Llama 2 SentencePiece vocab (ggml-vocab-llama-spm.gguf); one on the synthetic
+// vocab with tied embeddings and no rope scaling; one with linear rope scaling. The heavy label's case runs
 // Llama 3.2 1B's shape in F16. The LlamaLoad cases check what the loader refuses.
 #include <gtest/gtest.h>
 
@@ -72,6 +73,18 @@ TEST(LlamaOracle, q6_k_logits_match_llama_cpp) {
 }
 TEST(LlamaOracle, q4_k_m_standard_numerics_logits_match_llama_cpp) {
   compare("llama-Q4_K_M-standard", tiny_model("Q4_K_M"), kPrompts, kLowBitStandard);
+}
+
+// Llama 2's shape of vocab: llama.cpp's SentencePiece vocab (ggml-vocab-llama-spm.gguf, 32000
+// tokens), no rope scaling, F16.
+TEST(LlamaOracle, sentencepiece_vocab_f16_model_matches_llama_cpp) {
+  SynthSpec spec = SynthSpec::llama_tiny();
+  spec.vocab_gguf = fs::path(TEMPRA_ORACLE_LLAMA_SRC) / "models/ggml-vocab-llama-spm.gguf";
+  spec.n_vocab = gguf_vocab_size(spec.vocab_gguf);
+  spec.llama3_rope_scaling = false;
+  spec.rope_freq_base = 10000.0;
+  spec.seed = 11;
+  compare("llama-spm-F16", synth_model(scratch_dir(), "llama-spm", spec), kPrompts, kFloat);
 }
 
 // Tied embeddings, no rope_freqs, the synthetic byte-level vocab.

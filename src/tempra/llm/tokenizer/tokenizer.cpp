@@ -103,9 +103,14 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   const size_t n = vocab_.tokens.size();
   check(n > 0, kOp, "empty vocab");
   check(n < size_t(INT32_MAX), kOp, "vocab of ", n, " tokens is too large");
-  const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab_.pre);
-  check(pre.has_value(), kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (qwen2, ", kLlama3Names, ")");
-  pre_ = *pre;
+  check(vocab_.model == "gpt2" || vocab_.model == "llama", kOp, "tokenizer.ggml.model '", vocab_.model,
+        "' is not supported (gpt2, llama)");
+  spm_model_ = vocab_.model == "llama";
+  if (!spm_model_) {
+    const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab_.pre);
+    check(pre.has_value(), kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (qwen2, ", kLlama3Names, ")");
+    pre_ = *pre;
+  }
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::normal);
   check(vocab_.types.size() == n, kOp, vocab_.types.size(), " token types for ", n, " tokens");
   for (const int32_t id : {vocab_.bos, vocab_.eos, vocab_.pad})
@@ -128,13 +133,20 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   std::stable_sort(special_.begin(), special_.end(),
                    [&](int32_t a, int32_t b) { return vocab_.tokens[a].size() > vocab_.tokens[b].size(); });
 
-  bpe_ = BpeModel(vocab_.tokens, vocab_.merges);
+  if (spm_model_) {
+    if (vocab_.scores.empty()) vocab_.scores.assign(n, 0.0f);
+    spm_ = SpmModel(vocab_.tokens, vocab_.scores);
+  } else {
+    bpe_ = BpeModel(vocab_.tokens, vocab_.merges);
+  }
 }
 
 Tokenizer Tokenizer::from_gguf(const io::GgufMetadata& m) {
-  const auto& model = m.get<std::string>("tokenizer.ggml.model");
-  check(model == "gpt2", kOp, "tokenizer.ggml.model '", model, "' is not supported (only gpt2)");
   TokenizerVocab vocab;
+  vocab.model = m.get<std::string>("tokenizer.ggml.model");
+  check(vocab.model == "gpt2" || vocab.model == "llama", kOp, "tokenizer.ggml.model '", vocab.model,
+        "' is not supported (gpt2, llama)");
+  const bool spm = vocab.model == "llama";
   vocab.pre = m.get_optional<std::string>("tokenizer.ggml.pre").value_or("default");
   vocab.tokens = string_array(m, "tokenizer.ggml.tokens");
   const int32_t n = int32_t(std::min<size_t>(vocab.tokens.size(), INT32_MAX));
@@ -148,12 +160,23 @@ Tokenizer Tokenizer::from_gguf(const io::GgufMetadata& m) {
     for (const int32_t t : raw) vocab.types.push_back(static_cast<TokenType>(t));
   }
   if (m.contains("tokenizer.ggml.merges")) vocab.merges = string_array(m, "tokenizer.ggml.merges");
+  if (const io::GgufValue* scores = m.find("tokenizer.ggml.scores")) {
+    check(scores->is<io::GgufArray>() && std::get<io::GgufArray>(scores->value).element_type() == io::GgufType::f32,
+          kOp, "GGUF key tokenizer.ggml.scores is ", io::describe_type(*scores), ", expected array[f32]");
+    vocab.scores = std::get<std::vector<float>>(std::get<io::GgufArray>(scores->value).items);
+    check(vocab.scores.size() == vocab.tokens.size(), kOp, "tokenizer.ggml.scores has ", vocab.scores.size(),
+          " entries for ", vocab.tokens.size(), " tokens");
+  }
+  vocab.add_space_prefix = optional_flag(m, "tokenizer.ggml.add_space_prefix", true);
   vocab.bos = optional_id(m, "tokenizer.ggml.bos_token_id", n);
   vocab.eos = optional_id(m, "tokenizer.ggml.eos_token_id", n);
+  // llama.cpp's defaults for SentencePiece vocabs that name no special tokens.
+  if (spm && vocab.bos < 0 && n > 1) vocab.bos = 1;
+  if (spm && vocab.eos < 0 && n > 2) vocab.eos = 2;
   vocab.pad = optional_id(m, "tokenizer.ggml.padding_token_id", n);
   // llama.cpp's default for the llama3 pre-tokenizers is to add BOS; the key overrides it.
   const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab.pre);
-  vocab.add_bos = optional_flag(m, "tokenizer.ggml.add_bos_token", pre == PreTokenizer::llama3);
+  vocab.add_bos = optional_flag(m, "tokenizer.ggml.add_bos_token", spm || pre == PreTokenizer::llama3);
   vocab.add_eos = optional_flag(m, "tokenizer.ggml.add_eos_token", false);
   return Tokenizer(std::move(vocab));
 }
@@ -226,11 +249,23 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, EncodeOptions opti
 
   std::vector<int32_t> ids;
   if (options.add_special && vocab_.add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
+  bool after_special = true;  // the input's start counts as one (llama.cpp's is_prev_special)
+  std::string escaped;
   for (const Fragment& f : fragments) {
-    if (f.id >= 0)
+    if (f.id >= 0) {
       ids.push_back(f.id);
-    else
+      after_special = true;
+    } else if (spm_model_) {
+      // SentencePiece: a space prefix where a word would start, every space as U+2581.
+      escaped.clear();
+      if (vocab_.add_space_prefix && after_special) escaped += "\xe2\x96\x81";
+      for (const char c : text.substr(f.offset, f.length)) c == ' ' ? escaped += "\xe2\x96\x81" : escaped += c;
+      spm_.encode(escaped, ids);
+      after_special = false;
+    } else {
       encode_text(text.substr(f.offset, f.length), ids);
+      after_special = false;
+    }
   }
   if (options.add_special && vocab_.add_eos && vocab_.eos >= 0) ids.push_back(vocab_.eos);
   return ids;
@@ -242,6 +277,19 @@ std::string Tokenizer::piece(int32_t id, bool render_special) const {
   const std::string& text = vocab_.tokens[id];
   if (attr & (kAttrControl | kAttrUnknown)) return render_special ? text : std::string();
   if (attr & kAttrUserDefined) return text;
+  if ((attr & kAttrNormal) && spm_model_) {
+    // llama.cpp's llama_unescape_whitespace: U+2581 back to a space.
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text.compare(i, 3, "\xe2\x96\x81") == 0) {
+        out += ' ';
+        i += 2;
+      } else {
+        out += text[i];
+      }
+    }
+    return out;
+  }
   if (attr & kAttrNormal) {
     // llama.cpp's llama_decode_text: each code point back to its byte; one outside the
     // byte-level alphabet is spelled out as [UNK_BYTE_0x..<token>].

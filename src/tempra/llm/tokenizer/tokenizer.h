@@ -1,6 +1,6 @@
-// tempra/llm/tokenizer/tokenizer.h: the byte-level BPE tokenizer of GGUF models (`tokenizer.ggml.model =
-// gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3; or the `llama3` ones, llama-bpe:
-// Llama 3.x).
+// tempra/llm/tokenizer/tokenizer.h: the tokenizers of GGUF models: byte-level BPE
+// (`tokenizer.ggml.model = gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3; or the
+// `llama3` ones, llama-bpe: Llama 3.x) and SentencePiece (`llama`: Llama 2, Mistral, TinyLlama).
 //
 // Contract:
 //   - encode(text) returns llama.cpp's llama_tokenize ids for the same vocab, byte for byte
@@ -9,24 +9,28 @@
 //          or UNKNOWN token, longest text first, splits every remaining text fragment at each
 //          of its occurrences. With parse_special = false only USER_DEFINED tokens are cut out
 //          (as llama.cpp and Hugging Face do), so "<|im_start|>" is then tokenized as text;
-//       2. each text fragment is decoded leniently (invalid UTF-8: one U+FFFD per bad byte,
+//       2. gpt2: each text fragment is decoded leniently (invalid UTF-8: one U+FFFD per bad byte,
 //          unicode.h), split by the vocab's pre-tokenizer rule (pretokenize.h), and each word is
 //          BPE'd in the byte-level alphabet (bpe.h); under llama3 a word that is a token itself
 //          is that token, whatever the merges say. No NFC normalization: llama.cpp applies none
 //          (Hugging Face's Qwen tokenizer does; they differ on non-NFC input).
+//          llama: a fragment that starts the input or follows a special token gets a leading
+//          space (add_space_prefix), its spaces become U+2581, and it is merged by score
+//          (spm.h), bytes that form no piece falling back to <0xXX> tokens.
 //     Invalid UTF-8 never throws; it encodes as U+FFFD would, so decode(encode(s)) == s holds
 //     for valid UTF-8 only. Code points above U+10FFFF (lead bytes 0xF5-0xF7) also become
 //     U+FFFD, where llama.cpp throws.
 //   - decode(ids) concatenates token pieces, llama_token_to_piece's: NORMAL tokens through the
-//     byte-level alphabet back to bytes, CONTROL/USER_DEFINED/UNKNOWN tokens as their text
+//     byte-level alphabet back to bytes (llama: U+2581 back to a space), CONTROL/USER_DEFINED/UNKNOWN tokens as their text
 //     (CONTROL and UNKNOWN only with render_special), BYTE tokens ("<0xXX>") as their byte,
 //     UNUSED ones as nothing. No space clean-up. Ids out of range throw.
 //   - StreamingDecoder yields decoded text piece by piece but never splits a UTF-8 sequence: an
 //     incomplete code point at the end is held until completed; bytes that can never form one
 //     are passed through as they are, so the concatenation of all output equals decode(ids).
 //   - from_gguf throws tempra::Error naming the key for a missing or malformed field and for a
-//     tokenizer model other than gpt2 or a pre-tokenizer other than qwen2 and the llama3 names.
-//     add_bos defaults to llama.cpp's: true for the llama3 pre-tokenizers, false otherwise.
+//     tokenizer model other than gpt2 and llama or a gpt2 pre-tokenizer other than qwen2 and the
+//     llama3 names. Defaults are llama.cpp's: add_bos true for llama and the llama3
+//     pre-tokenizers, false otherwise; llama's bos 1 and eos 2 when the file names none.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +43,7 @@
 #include "tempra/io/gguf_value.h"
 #include "tempra/llm/tokenizer/bpe.h"
 #include "tempra/llm/tokenizer/pretokenize.h"
+#include "tempra/llm/tokenizer/spm.h"
 
 namespace tempra::llm {
 
@@ -66,10 +71,13 @@ enum TokenAttr : uint32_t {
 };
 
 struct TokenizerVocab {
+  std::string model = "gpt2";  // tokenizer.ggml.model: gpt2 (byte-level BPE) or llama (SentencePiece)
   std::vector<std::string> tokens;
   std::vector<TokenType> types;     // one per token; empty means all NORMAL
-  std::vector<std::string> merges;  // "left right", rank = index
-  std::string pre = "qwen2";
+  std::vector<std::string> merges;  // gpt2: "left right", rank = index
+  std::vector<float> scores;        // llama: one per token (empty: all 0)
+  bool add_space_prefix = true;     // llama: a space before text that starts the input or follows a special token
+  std::string pre = "qwen2";        // gpt2 only
   int32_t bos = -1, eos = -1, pad = -1;
   bool add_bos = false, add_eos = false;
 };
@@ -105,6 +113,8 @@ class Tokenizer {
   std::vector<uint32_t> attrs_;
   std::vector<int32_t> special_;  // CONTROL | USER_DEFINED | UNKNOWN ids, longest text first
   BpeModel bpe_;
+  SpmModel spm_;
+  bool spm_model_ = false;
   PreTokenizer pre_ = PreTokenizer::qwen2;
 };
 
