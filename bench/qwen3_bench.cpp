@@ -1,5 +1,5 @@
-// bench/qwen3_bench.cpp: tempra's Qwen3 engine against llama.cpp (the oracle's libllama) on the
-// same GGUF, for docs/BENCHMARK.md. A benchmark, not a test: it prints figures and checks only
+// bench/qwen3_bench.cpp: tempra's engine against llama.cpp (the oracle's libllama) on the same
+// GGUF of any supported architecture (load_model; named for the first one), for docs/BENCHMARK.md. A benchmark, not a test: it prints figures and checks only
 // that both engines ran.
 //
 //   qwen3_bench speed MODEL.gguf [--threads 2] [--prompt 512] [--gen 128] [--reps 3] [--ubatch 512]
@@ -27,13 +27,14 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "llama.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
-#include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/model.h"
 #include "tempra/llm/runtime/session.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
@@ -100,10 +101,11 @@ struct Timing {
 
 struct TempraEngine {
   tempra::ExecContext ctx;
-  tempra::llm::Qwen3Model model;
+  std::unique_ptr<tempra::llm::Model> loaded;  // any supported architecture (load_model)
+  const tempra::llm::Model& model;
   int64_t ubatch;
   TempraEngine(const char* path, int threads, int64_t ubatch)
-      : ctx({.threads = threads}), model(tempra::llm::Qwen3Model::load(path)), ubatch(ubatch) {}
+      : ctx({.threads = threads}), loaded(tempra::llm::load_model(path)), model(*loaded), ubatch(ubatch) {}
 
   Timing run(const std::vector<int32_t>& prompt, const std::vector<int32_t>& steps) {
     using namespace tempra::llm;
@@ -176,7 +178,7 @@ struct LlamaEngine {
 int speed(const char* path, const Options& o) {
   TempraEngine tempra_engine(path, o.threads, o.ubatch);
   LlamaEngine llama_engine(path, o.threads, o.prompt + o.gen, o.prompt, o.ubatch);
-  const int64_t n_vocab = tempra_engine.model.config().n_vocab;
+  const int64_t n_vocab = tempra_engine.model.info().n_vocab;
   const std::vector<int32_t> prompt = token_ids(o.prompt, n_vocab, 1), steps = token_ids(o.gen, n_vocab, 2);
   std::vector<double> tp, td, lp, ld;
   for (int r = 0; r < o.reps; ++r) {
@@ -207,7 +209,7 @@ long peak_rss_kib() {
 int rss(const std::string& engine, const char* path, const Options& o) {
   if (engine == "tempra") {
     TempraEngine e(path, o.threads, o.ubatch);
-    const int64_t n_vocab = e.model.config().n_vocab;
+    const int64_t n_vocab = e.model.info().n_vocab;
     const Timing t = e.run(token_ids(o.prompt, n_vocab, 1), token_ids(o.gen, n_vocab, 2));
     std::printf("tempra peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g)\n", peak_rss_kib() / 1024.0,
                 o.prompt, o.gen, double(t.checksum));

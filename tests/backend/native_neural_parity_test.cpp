@@ -159,9 +159,11 @@ TEST(NativeAttentionParity, FullyMaskedRowMatchesScalarNaN) {
 // The specification of attention over a KV cache [kv_heads, capacity, head_dim] whose rows,
 // widened to f32, are k_wide / v_wide: scalar attention<float> on a contiguous copy of the
 // kv_len-position prefix, q and out permuted from token-major to [heads, positions, dim].
+// A sliding window (window > 0) is an additive mask of -inf on the keys it hides.
 std::vector<float> cache_attention_specification(const std::vector<float>& q, const std::vector<float>& k_wide,
                                                  const std::vector<float>& v_wide, int64_t q_heads, int64_t kv_heads,
-                                                 int64_t q_len, int64_t kv_len, int64_t D, int64_t capacity) {
+                                                 int64_t q_len, int64_t kv_len, int64_t D, int64_t capacity,
+                                                 int64_t window = 0) {
   std::vector<float> kw(kv_heads * kv_len * D), vw(kw.size()), qh(q.size());
   for (int64_t g = 0; g < kv_heads; ++g)
     for (int64_t j = 0; j < kv_len * D; ++j) {
@@ -174,7 +176,16 @@ std::vector<float> cache_attention_specification(const std::vector<float>& q, co
   const AttentionShape s{1, q_heads, kv_heads, q_len, kv_len, D, D};
   std::vector<float> scores(q_heads * q_len * kv_len), spec_heads(q.size()), spec(q.size());
   ThreadPool one(1);
-  parity::scalar_f32().attention(qh.data(), kw.data(), vw.data(), s, {}, true, 0.125, scores.data(),
+  std::vector<float> mask;
+  TensorRef<const float> mask_ref{};
+  if (window > 0) {
+    mask.assign(size_t(q_len * kv_len), 0.0f);
+    for (int64_t i = 0; i < q_len; ++i)
+      for (int64_t j = 0; j < kv_len; ++j)
+        if ((kv_len - q_len + i) - j >= window) mask[size_t(i * kv_len + j)] = -INFINITY;
+    mask_ref = {mask.data(), {1, 1, q_len, kv_len}, {0, 0, kv_len, 1}};
+  }
+  parity::scalar_f32().attention(qh.data(), kw.data(), vw.data(), s, mask_ref, true, 0.125, scores.data(),
                                  spec_heads.data(), one);
   for (int64_t i = 0; i < q_len; ++i)
     for (int64_t h = 0; h < q_heads; ++h)
@@ -182,14 +193,16 @@ std::vector<float> cache_attention_specification(const std::vector<float>& q, co
   return spec;
 }
 
-std::string cache_trace(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
+std::string cache_trace(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim,
+                        int64_t window = 0) {
   return "Hq " + std::to_string(q_heads) + " Hkv " + std::to_string(kv_heads) + " Tq " + std::to_string(q_len) +
-         " Tk " + std::to_string(kv_len) + " D " + std::to_string(head_dim);
+         " Tk " + std::to_string(kv_len) + " D " + std::to_string(head_dim) + " window " + std::to_string(window);
 }
 
 // A cache with kv_len positions filled, q token-major, in f16 and f32 rows.
-void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim) {
-  SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim));
+void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim,
+                           int64_t window = 0) {
+  SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim, window));
   const int64_t capacity = kv_len + 3, D = head_dim;
   const auto q = parity::random_floats(q_len * q_heads * D, 5, -2, 2);
   const auto k32 = parity::random_floats(kv_heads * capacity * D, 6, -2, 2);
@@ -200,14 +213,14 @@ void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int
   std::vector<float> k_wide(k16.size()), v_wide(v16.size());
   for (size_t i = 0; i < k16.size(); ++i) k_wide[i] = to_f32(k16[i]), v_wide[i] = to_f32(v16[i]);
   const std::vector<float> spec =
-      cache_attention_specification(q, k_wide, v_wide, q_heads, kv_heads, q_len, kv_len, D, capacity);
+      cache_attention_specification(q, k_wide, v_wide, q_heads, kv_heads, q_len, kv_len, D, capacity, window);
 
   std::vector<float> scores(q_heads * q_len * kv_len);
   ThreadPool one(1), two(2);
   const Kernels& scalar = scalar_kernels();
   const Kernels& native = kernels_for(Backend::native);
   const CacheAttentionArgs<f16_t> a16{q.data(), k16.data(), v16.data(), nullptr, q_heads, kv_heads, q_len,
-                                      kv_len,   D,          capacity * D, 0.125};
+                                      kv_len,   D,          capacity * D, 0.125,   window};
   std::vector<float> scalar16(q.size()), native16(q.size()), native16_2(q.size());
   auto with_out = [](CacheAttentionArgs<f16_t> a, float* out) {
     a.out = out;
@@ -222,7 +235,7 @@ void check_cache_attention(int64_t q_heads, int64_t kv_heads, int64_t q_len, int
 
   std::vector<float> scalar32(q.size()), native32(q.size());
   const CacheAttentionArgs<float> a32{q.data(), k_wide.data(), v_wide.data(), scalar32.data(), q_heads, kv_heads,
-                                      q_len,    kv_len,        D,             capacity * D,    0.125};
+                                      q_len,    kv_len,        D,             capacity * D,    0.125,    window};
   scalar.cache_attention_f32(a32, scores.data(), one);
   EXPECT_TRUE(parity::bitwise_equal(scalar32, spec));
   CacheAttentionArgs<float> n32 = a32;
@@ -275,6 +288,16 @@ TEST(NativeCacheAttentionParity, F16AndF32RowsInPlace) {
   check_cache_attention(4, 4, 5, 5, 40);       // head_dim with a partial vector
   check_cache_attention(6, 2, 3, 70, 24);
   for (int64_t kv_len : {1, 2, 15, 16, 17, 63, 64, 65, 129}) check_cache_attention(2, 1, 1, kv_len, 64);
+}
+
+// Sliding windows (Gemma's local layers): windows shorter and longer than the prefix, ending
+// inside a key block and hiding whole blocks, for decode steps and prompt batches.
+TEST(NativeCacheAttentionParity, SlidingWindows) {
+  check_cache_attention(16, 8, 37, 100, 128, 20);
+  check_cache_attention(8, 2, 5, 200, 64, 30);
+  check_cache_attention(4, 4, 5, 5, 40, 2);
+  for (int64_t window : {1, 16, 17, 64, 65, 500}) check_cache_attention(2, 1, 1, 129, 64, window);
+  check_cache_attention(2, 1, 64, 64, 64, 8);
 }
 
 TEST(NativeCacheAttentionParity, Q8_0RowsInPlace) {

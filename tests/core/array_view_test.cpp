@@ -346,12 +346,18 @@ TEST_F(CoreArrayView, ViewErrorsNameTheView) {
   EXPECT_ERROR_CONTAINS(a.transpose(0, 2), "[transpose]");
   EXPECT_ERROR_CONTAINS(Array().slice(0, 0, 0), "[slice]", "empty");
   EXPECT_ERROR_CONTAINS(Array().broadcast_to({1}), "[broadcast_to]", "empty");
-  // Views of block-quantized arrays are refused, naming the view.
+  // Views of block-quantized arrays are refused, naming the view...
   const DType q = tempra::register_dtype({"test_view_q8", tempra::DTypeKind::block_quantized, 32, 34});
   const Array qa = Array::empty(ctx, {2, 32}, q);
   EXPECT_EQ(qa.nbytes(), 68u);
   EXPECT_ERROR_CONTAINS(qa.transpose(0, 1), "[permute]", "block-quantized");
-  EXPECT_ERROR_CONTAINS(qa.select(0, 1), "[select]", "test_view_q8");
+  EXPECT_ERROR_CONTAINS(qa.select(1, 0), "[select]", "test_view_q8");
+  // Except the outermost axis of a contiguous array, whose entries are whole blocks (one
+  // expert's matrix of a stacked MoE tensor): row 1 starts one block (34 bytes) in.
+  const Array row = qa.select(0, 1);
+  EXPECT_EQ(row.shape(), (Dims{32}));
+  EXPECT_EQ(static_cast<const char*>(row.raw_data()) - static_cast<const char*>(qa.raw_data()), 34);
+  EXPECT_ERROR_CONTAINS(qa.select(0, 2), "[select]", "out of range");
 }
 
 TEST_F(CoreArrayView, ZeroSizedArraysFillViewAndCopyWithoutCrashing) {

@@ -132,6 +132,7 @@ PositionCheck check_position(const float* ref, const float* got, size_t n);
 struct Figures {
   double min_cosine = 1, sum_cosine = 0;
   int positions = 0, clear = 0, clear_agree = 0;
+  int after_routing_tie = 0;  // positions not held: at or after a routing near-tie
   int greedy_match = -1, greedy_clear_steps = -1;  // -1: not run
   void add(const PositionCheck& p) {
     min_cosine = std::min(min_cosine, p.cosine);
@@ -157,6 +158,11 @@ struct Criteria {
   bool oracle_noise_floor = false;
   // llama.cpp's roundings (see the header), unless a case holds the default (standard) numerics.
   Numerics numerics = Numerics::ggml;
+  // Mixtures of experts: a token whose routing margin (DecoderBuffers::moe_margin) falls below
+  // this may be routed differently by an engine that rounds differently, and every later
+  // position of its sequence attends to it; those positions are counted, not held to the
+  // criteria, as greedy steps after a near-tie are. 0: every position is held.
+  double router_near_tie = 0;
 };
 
 Figures compare(const std::string& label, const std::filesystem::path& path, const std::vector<int>& prompt_lengths,

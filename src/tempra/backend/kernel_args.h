@@ -53,6 +53,14 @@ struct AttentionShape {
 // f16_t (tempra/core/half.h) or quant::BlockQ8_0; rows are widened to f32 as they are read. For
 // Q8_0 the offsets count elements, not blocks (element e is in block e / 32), and head_dim and
 // kv_head_stride are multiples of 32, so a row is whole blocks and no vector straddles two.
+// window > 0 makes the attention sliding (llama.cpp's LLAMA_SWA_TYPE_STANDARD): the query at
+// position p sees only keys j with p - j < window.
+// The first key a query sees when `visible` keys pass its causal test: the sliding window's
+// start, or 0 without one.
+inline int64_t first_visible_key(int64_t visible, int64_t window) {
+  return window > 0 && visible > window ? visible - window : 0;
+}
+
 template <class KV>
 struct CacheAttentionArgs {
   const float* q;
@@ -61,6 +69,7 @@ struct CacheAttentionArgs {
   float* out;
   int64_t q_heads, kv_heads, q_len, kv_len, head_dim, kv_head_stride;
   double scale;
+  int64_t window = 0;
 };
 
 struct Conv1dShape {

@@ -78,7 +78,12 @@ Array Array::slice(int axis, int64_t start, int64_t stop, int64_t step) const {
 }
 
 Array Array::select(int axis, int64_t index) const {
-  require_plain("select");
+  // A block-quantized array may lose its outermost axis when it is contiguous: each index is
+  // then a run of whole blocks (one expert's matrix of a stacked MoE tensor).
+  const bool whole_blocks = defined() && dtype_.is_block_quantized() && rank() >= 2 && is_contiguous() &&
+                            normalize_axis(axis, rank(), "select") == 0 &&
+                            strides_[0] % int64_t(dtype_.info().block_elems) == 0;
+  if (!whole_blocks) require_plain("select");
   const int a = normalize_axis(axis, rank(), "select");
   check(index >= 0 && index < shape_[a], "select", "index ", index, " out of range for axis ", a, " of shape ",
         shape_);

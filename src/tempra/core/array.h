@@ -77,7 +77,8 @@ class Array {
   // ---- zero-copy views ----
   Array slice(int axis, int64_t start, int64_t stop, int64_t step = 1) const;
   Array narrow(int axis, int64_t start, int64_t length) const { return slice(axis, start, start + length); }
-  Array select(int axis, int64_t index) const;  // drops the axis
+  // Drops the axis. Block-quantized arrays allow axis 0 of a contiguous array only (whole blocks).
+  Array select(int axis, int64_t index) const;
   Array permute(const Dims& order) const;
   Array transpose(int a, int b) const;
   Array reshape(const Dims& shape) const;  // one extent may be -1; needs a contiguous array

@@ -159,7 +159,8 @@ struct TileRows {
   float* out[kMaxTileRows];
   const float* mask[kMaxTileRows];  // null: no mask for that row
   int64_t mask_stride;              // between keys of a mask row
-  int64_t visible[kMaxTileRows];    // keys [0, visible) pass the causal test
+  int64_t visible[kMaxTileRows];    // keys [first, visible) pass the causal (and window) test
+  int64_t first[kMaxTileRows];      // 0 unless a sliding window hides the older keys
   int64_t key_end;                  // keys [0, key_end) are scored for some row
 };
 
@@ -277,7 +278,12 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
     acc_rows[r] = acc_all + r * Dv;
     p_rows[r] = block + r * kKeyBlock;
   }
-  for (int64_t j0 = 0; j0 < t.key_end; j0 += kKeyBlock) {
+  // Blocks no row sees (older than every row's window) are skipped; the blocks stay aligned to
+  // multiples of kKeyBlock, so each row's sums keep their order however its sequence is split.
+  int64_t first_block = t.key_end;
+  for (int64_t r = 0; r < t.rows; ++r) first_block = std::min(first_block, t.first[r]);
+  first_block -= first_block % kKeyBlock;
+  for (int64_t j0 = first_block; j0 < t.key_end; j0 += kKeyBlock) {
     const int64_t keys_here = std::min<int64_t>(t.key_end, j0 + kKeyBlock) - j0;
     const float *k, *v;
     if constexpr (std::is_same_v<KVElements, const float*>) {
@@ -308,7 +314,7 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
       float* s = block + r * kKeyBlock;
       float block_max = neg_inf;
       for (int64_t j = 0; j < keys_here; ++j) {
-        float score = j0 + j < t.visible[r] ? s[j] * scale : neg_inf;
+        float score = j0 + j < t.visible[r] && j0 + j >= t.first[r] ? s[j] * scale : neg_inf;
         if (t.mask[r]) score += t.mask[r][(j0 + j) * t.mask_stride];
         s[j] = score;
         block_max = std::max(block_max, score);
@@ -399,6 +405,7 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
         rows.q[r] = a.q + (i * a.q_heads + h) * D;  // token-major
         rows.out[r] = a.out + (i * a.q_heads + h) * D;
         rows.visible[r] = i + (a.kv_len - a.q_len) + 1;
+        rows.first[r] = first_visible_key(rows.visible[r], a.window);
         rows.key_end = std::max(rows.key_end, rows.visible[r]);
       }
       attend_tile(rows, kv_elements(a.k) + kv * a.kv_head_stride, kv_elements(a.v) + kv * a.kv_head_stride, D, D,

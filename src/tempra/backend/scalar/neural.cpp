@@ -139,24 +139,25 @@ void cache_attention(const CacheAttentionArgs<KV>& a, float* scores, ThreadPool&
       const float* q_row = a.q + row * D;
       const int64_t head = (h / group) * a.kv_head_stride;  // element offset of the kv head's rows
       float* p = scores + row * a.kv_len;
-      // Keys past `visible` are masked; attention<float> gives them exp(-inf) = 0, which adds
-      // nothing to the sums below, so skipping them keeps its bits.
+      // Keys outside [first, visible) are masked; attention<float> gives them exp(-inf) = 0,
+      // which adds nothing to the sums below, so skipping them keeps its bits.
       const int64_t visible = i + (a.kv_len - a.q_len) + 1;
+      const int64_t first = first_visible_key(visible, a.window);
       float peak = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         float dot = 0;
         for (int64_t d = 0; d < D; ++d) dot += q_row[d] * element(a.k, head + j * D + d);
         p[j] = dot * static_cast<float>(a.scale);
         peak = std::max(peak, p[j]);
       }
       float sum = 0;
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         p[j] = std::exp(p[j] - peak);
         sum += p[j];
       }
       float* o = a.out + row * D;
       std::fill(o, o + D, 0.0f);
-      for (int64_t j = 0; j < visible; ++j) {
+      for (int64_t j = first; j < visible; ++j) {
         const float weight = p[j] / sum;
         for (int64_t d = 0; d < D; ++d) o[d] += weight * element(a.v, head + j * D + d);
       }

@@ -3,8 +3,10 @@
 
 #include <array>
 
+#include "tempra/llm/model/gemma3.h"
 #include "tempra/llm/model/llama.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/qwen3moe.h"
 
 namespace tempra::llm {
 namespace {
@@ -14,9 +16,11 @@ std::unique_ptr<Model> load_as(const io::GgufModel& gguf) {
   return std::make_unique<Arch>(Arch::load(gguf));
 }
 
-constexpr std::array<Architecture, 2> kArchitectures = {{
-    {"llama", load_as<LlamaModel>, LlamaModel::synth_tensors},
+constexpr std::array<Architecture, 4> kArchitectures = {{
+    {"gemma3", load_as<Gemma3Model>, Gemma3Model::synth_tensors, Gemma3Model::synth_hparams},
+    {"llama", load_as<LlamaModel>, LlamaModel::synth_tensors, LlamaModel::synth_hparams},
     {"qwen3", load_as<Qwen3Model>, Qwen3Model::synth_tensors},
+    {"qwen3moe", load_as<Qwen3MoeModel>, Qwen3MoeModel::synth_tensors, Qwen3MoeModel::synth_hparams},
 }};
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "tempra/llm/model/decoder.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -25,26 +26,39 @@ ModelInfo DecoderConfig::info(std::string architecture) const {
 
 DecoderConfig DecoderConfig::read(const ModelLoader& in) {
   DecoderConfig c;
-  c.n_layer = static_cast<int>(in.integer("block_count"));
-  c.n_embd = in.integer("embedding_length");
-  c.n_ff = in.integer("feed_forward_length");
-  c.n_head = in.integer("attention.head_count");
-  c.n_head_kv = in.integer("attention.head_count_kv", c.n_head);
-  c.head_dim = in.integer("attention.key_length", c.n_embd / c.n_head);
+  // Bounds far past any released model, so no product of two sizes below can overflow.
+  constexpr int64_t kMaxWidth = int64_t{1} << 24, kMaxLayers = 4096;
+  const auto bounded = [&](const char* key, int64_t v, int64_t max) {
+    if (v > max) in.fail(key, " = ", v, " exceeds ", max);
+    return v;
+  };
+  c.n_layer = static_cast<int>(bounded("block_count", in.integer("block_count"), kMaxLayers));
+  c.n_embd = bounded("embedding_length", in.integer("embedding_length"), kMaxWidth);
+  c.n_ff = bounded("feed_forward_length", in.integer("feed_forward_length"), kMaxWidth);
+  c.n_head = bounded("attention.head_count", in.integer("attention.head_count"), kMaxWidth);
+  c.n_head_kv = bounded("attention.head_count_kv", in.integer("attention.head_count_kv", c.n_head), kMaxWidth);
+  c.head_dim = in.integer("attention.key_length", std::max<int64_t>(1, c.n_embd / c.n_head));
+  if (c.head_dim * c.n_head > kMaxWidth) in.fail("attention.key_length ", c.head_dim, " x ", c.n_head, " heads exceeds ", kMaxWidth);
   if (in.integer("attention.value_length", c.head_dim) != c.head_dim)
     in.fail("attention.value_length differs from key_length");
   if (c.n_head % c.n_head_kv != 0)
     in.fail("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
   if (c.head_dim % 2 != 0) in.fail("head dim ", c.head_dim, " is odd; rope needs pairs");
+  if (in.integer("rope.dimension_count", c.head_dim) != c.head_dim)
+    in.fail("rope.dimension_count ", in.integer("rope.dimension_count"), " differs from the head dim ", c.head_dim,
+            ": partial rotation is not supported");
   c.context_length = in.integer("context_length");
   c.rms_norm_eps = in.real("attention.layer_norm_rms_epsilon", 1e-6);
   c.rope_freq_base = in.real("rope.freq_base", 10000.0);
   // llama.cpp: rope.scaling.factor (or the older rope.scale_linear) divides every position;
-  // YaRN's ramp and attention factor are not implemented, so a file asking for them is refused.
+  // YaRN's ramp, LongRoPE's factor tensors and an attention factor are not implemented, so a file
+  // asking for them is refused.
   const double factor = in.real("rope.scaling.factor", in.real("rope.scale_linear", 0.0));
   const std::string scaling = in.string("rope.scaling.type", "linear");
-  if (scaling != "none" && scaling != "linear" && factor != 0.0 && factor != 1.0)
+  if (scaling == "longrope" || (scaling != "none" && scaling != "linear" && factor != 0.0 && factor != 1.0))
     in.fail("rope scaling '", scaling, "' is not supported (none and linear are)");
+  if (const double attn_factor = in.real("rope.scaling.attn_factor", 1.0); attn_factor != 1.0)
+    in.fail("rope.scaling.attn_factor ", attn_factor, " is not supported");
   c.rope_freq_scale = factor == 0.0 ? 1.0 : 1.0 / factor;
   return c;
 }
@@ -76,7 +90,7 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows.
-void linear_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
+void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Numerics numerics, RowPath path) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
@@ -131,14 +145,28 @@ void linear_runs(ExecContext& ctx, std::span<const SequenceRows> batch, RowsOf r
     const int64_t rows = rows_of(seq);
     if (rows == 0) continue;
     if (run > 0 && row_path(rows) != path) {
-      linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+      product_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
       first += run;
       run = 0;
     }
     path = row_path(rows);
     run += rows;
   }
-  if (run > 0) linear_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+  if (run > 0) product_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
+}
+
+// ggml's ggml_table_gelu_f16 (ggml-cpu.c): gelu_tanh in f32 of every f16 value, rounded to f16.
+const std::array<uint16_t, 65536>& ggml_gelu_f16_table() {
+  static const std::array<uint16_t, 65536> table = [] {
+    std::array<uint16_t, 65536> t{};
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float x = f16_bits_to_f32(uint16_t(i));
+      const float gelu = 0.5f * x * (1.0f + std::tanh(0.79788456080286535587989211986876f * x * (1.0f + 0.044715f * x * x)));
+      t[i] = f32_to_f16_bits(gelu);
+    }
+    return t;
+  }();
+  return table;
 }
 
 TensorRef<const float> rows_ref(const float* p, int64_t rows, int64_t n) { return {p, {rows, n}, {n, 1}}; }
@@ -179,6 +207,22 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   ffn_out = rows(n, c.n_embd);
   result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
   logits = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
+  if (c.n_expert > 0) {
+    const int64_t slots = n * c.n_expert_used;
+    moe_probs = rows(n, c.n_expert);
+    moe_weights = rows(n, c.n_expert_used);
+    moe_rows = rows(n, c.n_embd);
+    moe_gate = rows(n, c.n_ff_exp);
+    moe_up = rows(n, c.n_ff_exp);
+    moe_act = rows(n, c.n_ff_exp);
+    moe_down = rows(n, c.n_embd);
+    moe_slots = rows(slots, c.n_embd);
+    moe_selected.resize(size_t(slots));
+    moe_order.resize(size_t(slots));
+    moe_offsets.resize(size_t(c.n_expert + 1));
+    moe_cursor.resize(size_t(c.n_expert));
+    moe_margin.resize(size_t(n));
+  }
   // One sequence attends at a time: at most min(tokens, kv_capacity) queries over kv_capacity keys.
   kq_scratch = Array::empty(ctx, {c.n_head * std::min(n, kv_capacity) * kv_capacity}, DType::f32);
   quantized_scratch =
@@ -187,7 +231,8 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
 }
 
 void DecoderModel::load_embeddings_and_head(ModelLoader& in) {
-  config_ = DecoderConfig::read(in);
+  // An architecture that read more than the shared keys (experts) keeps what it read.
+  if (config_.n_layer == 0) config_ = DecoderConfig::read(in);
   config_.n_vocab = in.tensor_rows("token_embd.weight");
   token_embd_ = in.matrix("token_embd.weight", config_.n_vocab, config_.n_embd);
   output_norm_ = in.vector("output_norm.weight", config_.n_embd);
@@ -207,6 +252,7 @@ std::unique_ptr<ForwardBuffers> DecoderModel::make_buffers(ExecContext& ctx, int
 ForwardPass::ForwardPass(std::string_view op, ExecContext& ctx, std::span<const SequenceRows> batch,
                          ForwardBuffers& buffers, Numerics numerics)
     : ctx_(ctx), batch_(batch), b_(decoder_buffers(op, buffers)), numerics_(numerics) {
+  std::fill(b_.moe_margin.begin(), b_.moe_margin.end(), 1.0f);
   for (const SequenceRows& seq : batch) {
     for (size_t i = 0; i < seq.tokens.size(); ++i)
       b_.positions[size_t(n_) + i] = int32_t(seq.cache->size() + int64_t(i));
@@ -247,6 +293,92 @@ void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& 
     for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
 }
 
+void ForwardPass::linear_rows(const float* x, int64_t m, const Array& w, float* y) const {
+  product_rows(ctx_, x, m, w, y, b_.quantized_scratch.raw_data(), numerics_, row_path(m));
+}
+
+void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate,
+                          const std::vector<Array>& up, const std::vector<Array>& down, int64_t n_used, bool normalize,
+                          float scale, float* out) const {
+  const int64_t E = router.dim(1), n_expert = router.dim(0), F = gate.front().dim(0);
+  float* probs = b_.moe_probs.data<float>();
+  float* weights = b_.moe_weights.data<float>();
+  int32_t* selected = b_.moe_selected.data();
+  // Router: logits, softmax as ggml_soft_max (max, exp, sum in double, times 1/sum).
+  linear(x, router, probs);
+  for (int64_t t = 0; t < n_; ++t) {
+    float* p = probs + t * n_expert;
+    const float peak = *std::max_element(p, p + n_expert);
+    double sum = 0;
+    for (int64_t e = 0; e < n_expert; ++e) sum += double(p[e] = std::exp(p[e] - peak));
+    const float inv = float(1.0 / sum);
+    for (int64_t e = 0; e < n_expert; ++e) p[e] *= inv;
+    // The n_used most probable, most probable first (the lower id first among equals).
+    int32_t* chosen = selected + t * n_used;
+    for (int64_t k = 0; k < n_used; ++k) {
+      int32_t best = -1;
+      for (int32_t e = 0; e < int32_t(n_expert); ++e) {
+        if (std::find(chosen, chosen + k, e) != chosen + k) continue;
+        if (best < 0 || p[e] > p[best]) best = e;
+      }
+      chosen[k] = best;
+    }
+    // How close the choice was: the last chosen expert's lead over the best one left out,
+    // relative to it (1 when every expert is used), kept per row as the minimum over layers.
+    float left_out = 0.0f;
+    for (int32_t e = 0; e < int32_t(n_expert); ++e)
+      if (std::find(chosen, chosen + n_used, e) == chosen + n_used) left_out = std::max(left_out, p[e]);
+    const float last = p[chosen[n_used - 1]];
+    const float margin = last > 0 ? (last - left_out) / last : 0.0f;
+    b_.moe_margin[size_t(t)] = std::min(b_.moe_margin[size_t(t)], margin);
+    float* w = weights + t * n_used;
+    float total = 0;
+    for (int64_t k = 0; k < n_used; ++k) total += (w[k] = p[chosen[k]]);
+    if (normalize) {
+      total = std::max(total, 6.103515625e-5f);  // ggml_clamp's floor in build_moe_ffn
+      for (int64_t k = 0; k < n_used; ++k) w[k] /= total;
+    }
+    if (scale != 0.0f && scale != 1.0f)
+      for (int64_t k = 0; k < n_used; ++k) w[k] *= scale;
+  }
+  // Routing lists: the (token, choice) slots of each expert, in token order.
+  int32_t* order = b_.moe_order.data();
+  int32_t* offsets = b_.moe_offsets.data();
+  std::fill(offsets, offsets + n_expert + 1, 0);
+  for (int64_t s = 0; s < n_ * n_used; ++s) ++offsets[selected[s] + 1];
+  for (int64_t e = 0; e < n_expert; ++e) offsets[e + 1] += offsets[e];
+  int32_t* next = b_.moe_cursor.data();
+  std::copy(offsets, offsets + n_expert, next);
+  for (int32_t s = 0; s < int32_t(n_ * n_used); ++s) order[next[selected[s]]++] = s;
+  float *rows = b_.moe_rows.data<float>(), *g = b_.moe_gate.data<float>(), *u = b_.moe_up.data<float>(),
+        *act = b_.moe_act.data<float>(), *d = b_.moe_down.data<float>(), *slots = b_.moe_slots.data<float>();
+  const Kernels& kernels = kernels_for(ctx_.backend());
+  for (int64_t e = 0; e < n_expert; ++e) {
+    const int64_t m = offsets[e + 1] - offsets[e];
+    if (m == 0) continue;
+    const int32_t* mine = order + offsets[e];
+    for (int64_t r = 0; r < m; ++r)
+      std::copy(x + (mine[r] / n_used) * E, x + (mine[r] / n_used + 1) * E, rows + r * E);
+    linear_rows(rows, m, up[size_t(e)], u);
+    linear_rows(rows, m, gate[size_t(e)], g);
+    kernels.f32.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(g), m, F), rows_ref(g, m, F), ctx_.threads());
+    for (int64_t j = 0; j < m * F; ++j) act[j] = g[j] * u[j];
+    linear_rows(act, m, down[size_t(e)], d);
+    for (int64_t r = 0; r < m; ++r) {
+      const float w = weights[mine[r]];
+      float* slot = slots + int64_t(mine[r]) * E;
+      for (int64_t j = 0; j < E; ++j) slot[j] = d[r * E + j] * w;
+    }
+  }
+  // Each token's experts summed in the order they were chosen (ggml adds the views in turn).
+  for (int64_t t = 0; t < n_; ++t) {
+    const float* first = slots + t * n_used * E;
+    std::copy(first, first + E, out + t * E);
+    for (int64_t k = 1; k < n_used; ++k)
+      for (int64_t j = 0; j < E; ++j) out[t * E + j] += first[k * E + j];
+  }
+}
+
 void ForwardPass::rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps,
                            float* y) const {
   kernels_for(ctx_.backend()).f32.rms_norm(x, rows, width, weight.data<float>(), eps, y, ctx_.threads());
@@ -257,7 +389,7 @@ void ForwardPass::rope(const float* x, int64_t heads, int64_t head_dim, const Ro
 }
 
 void ForwardPass::attention(int il, const float* q, const float* k, const float* v, int64_t n_head, double scale,
-                            float* out) const {
+                            float* out, int64_t window) const {
   int64_t row = 0;
   for (const SequenceRows& seq : batch_) {
     KvCache& cache = *seq.cache;
@@ -269,10 +401,10 @@ void ForwardPass::attention(int il, const float* q, const float* k, const float*
     // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
     // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
     if (numerics_ == Numerics::ggml && cache.type() == KvCacheType::f16 && m < 64)
-      cache.attend_ggml(ctx_, il, kv_len, q + row * q_dim, m, n_head, scale, out + row * q_dim);
+      cache.attend_ggml(ctx_, il, kv_len, q + row * q_dim, m, n_head, scale, out + row * q_dim, window);
     else
       cache.attend(ctx_, il, kv_len, q + row * q_dim, m, n_head, scale, b_.kq_scratch.data<float>(),
-                   out + row * q_dim);
+                   out + row * q_dim, window);
     row += m;
   }
 }
@@ -282,6 +414,20 @@ void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, 
   const int64_t F = gate.dim(0);
   float *ffn_gate = b_.ffn_gate.data<float>(), *ffn_up = b_.ffn_up.data<float>(), *ffn_act = b_.ffn_act.data<float>();
   linear(x, gate, ffn_gate);
+  if (act == UnaryOp::gelu_tanh && numerics_ == Numerics::ggml) {
+    // ggml_vec_geglu_f32 under GGML_GELU_FP16: gelu looked up at the gate rounded to f16.
+    const std::array<uint16_t, 65536>& table = ggml_gelu_f16_table();
+    linear(x, up, ffn_up);
+    ctx_.threads().parallel_for(n_ * F, 1 << 14, [&](int64_t first, int64_t last) {
+      for (int64_t j = first; j < last; ++j) {
+        const float g = ffn_gate[j];
+        const float gelu = g <= -10.0f ? 0.0f : g >= 10.0f ? g : f16_bits_to_f32(table[f32_to_f16_bits(g)]);
+        ffn_act[j] = gelu * ffn_up[j];
+      }
+    });
+    linear(ffn_act, down, out);
+    return;
+  }
   kernels_for(ctx_.backend())
       .f32.unary(act, rows_ref(static_cast<const float*>(ffn_gate), n_, F), rows_ref(ffn_gate, n_, F), ctx_.threads());
   linear(x, up, ffn_up);
@@ -293,7 +439,11 @@ void ForwardPass::add(const float* a, const float* b, int64_t width, float* out)
   for (int64_t j = 0; j < n_ * width; ++j) out[j] = a[j] + b[j];
 }
 
-void ForwardPass::output(const float* hidden, const Array& norm, double eps, const Array& head) const {
+void ForwardPass::scale(float* x, int64_t width, float s) const {
+  for (int64_t j = 0; j < n_ * width; ++j) x[j] *= s;
+}
+
+void ForwardPass::output(const float* hidden, const Array& norm, double eps, const Array& head, double softcap) const {
   // Only each sequence's last logit_rows positions reach the head (llama.cpp's output ids do the
   // same), gathered into consecutive rows of result_norm; the head's path follows each
   // sequence's count of logit rows (its row count alone).
@@ -308,6 +458,12 @@ void ForwardPass::output(const float* hidden, const Array& norm, double eps, con
   }
   linear_runs(ctx_, batch_, [](const SequenceRows& seq) { return seq.logit_rows; }, result_norm, head,
               b_.logits.data<float>(), b_.quantized_scratch.raw_data(), numerics_);
+  if (softcap > 0) {
+    // ggml: scale by 1/cap, tanh, scale by cap, each in f32.
+    const float cap = float(softcap), inv = 1.0f / cap;
+    float* logits = b_.logits.data<float>();
+    for (int64_t j = 0; j < logit_rows * head.dim(0); ++j) logits[j] = std::tanh(logits[j] * inv) * cap;
+  }
   for (const SequenceRows& seq : batch_) seq.cache->advance(int64_t(seq.tokens.size()));
 }
 

@@ -59,6 +59,9 @@ struct DecoderConfig {
   double rms_norm_eps = 1e-6;
   double rope_freq_base = 10000.0;
   double rope_freq_scale = 1.0;  // 1 / rope.scaling.factor for linear scaling
+  // Mixtures of experts (0 for dense models): experts per layer, experts each token uses, and
+  // each expert's feed-forward width.
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
@@ -82,6 +85,18 @@ struct DecoderBuffers final : ForwardBuffers {
 
   Array inpL, attn_norm, Qcur, Kcur, Vcur, Qcur_normed, Kcur_normed, Qrope, Krope, kqv_out, attn_out, ffn_inp,
       ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_out, result_norm;
+  // Mixtures of experts (empty for dense models): router logits and probabilities [tokens,
+  // n_expert]; each token's chosen experts and their weights [tokens, n_expert_used]; the rows
+  // routed to one expert gathered [tokens, n_embd], its gate/up/product [tokens, n_ff_exp] and
+  // output [tokens, n_embd]; every (token, choice)'s weighted output [tokens, n_expert_used,
+  // n_embd]; and the routing lists: the (token, choice) slots of each expert, expert by expert.
+  Array moe_probs, moe_weights, moe_rows, moe_gate, moe_up, moe_act, moe_down, moe_slots;
+  std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor;
+  // After a forward pass, per row: the smallest routing margin over its layers, the last chosen
+  // expert's probability lead over the best expert left out, relative to it (1: no choice was
+  // close). A margin within the engines' rounding noise means another engine may route the token
+  // differently (tests/llm/qwen3moe_oracle_test.cpp).
+  std::vector<float> moe_margin;
   Array kq_scratch;  // q_heads * min(tokens, kv_capacity) * kv_capacity floats (the scalar kernel's score rows)
   Array quantized_scratch;  // bytes of `tokens` activation rows in the widest partner format
   std::vector<int32_t> positions;
@@ -135,6 +150,9 @@ class ForwardPass {
   void linear(const float* x, const Array& w, float* y) const;
   // The same, then y += bias on every row when `bias` (f32 [n]) is defined (ggml_add's order).
   void linear(const float* x, const Array& w, float* y, const Array& bias) const;
+  // y = x w^T for `m` rows that are not the batch's (an expert's gathered rows): the path a
+  // sequence of m rows would take.
+  void linear_rows(const float* x, int64_t m, const Array& w, float* y) const;
   // y = rms_norm(x) * weight over `rows` rows of `width` (a head's rows: rows() * heads).
   void rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps, float* y) const;
   // Rotates each of rows() x heads head vectors of head_dim by its row's position.
@@ -142,17 +160,31 @@ class ForwardPass {
   // Causal self-attention per sequence over its own cache at layer `il`: writes the rows'
   // keys and values (k, v: [rows, n_head_kv * head_dim]) into the cache, then each query row
   // (q: [rows, n_head * head_dim]) attends to its sequence's keys up to its own position.
+  // window > 0: sliding attention over the last `window` positions (KvCache::attend).
   void attention(int il, const float* q, const float* k, const float* v, int64_t n_head, double scale,
-                 float* out) const;
+                 float* out, int64_t window = 0) const;
   // out = down(act(gate x) * up x), through the buffers' ffn_gate, ffn_up and ffn_act; `act`
-  // is silu for SwiGLU (Llama, Qwen), gelu_tanh for GeGLU (Gemma).
+  // is silu for SwiGLU (Llama, Qwen), gelu_tanh for GeGLU (Gemma; under Numerics::ggml as
+  // ggml's CPU GeGLU rounds it: the gate to f16, its gelu to f16, 0 below -10, x from 10).
   void gated_ffn(const float* x, const Array& gate, const Array& up, const Array& down, UnaryOp act,
                  float* out) const;
+  // The mixture-of-experts FFN (llama.cpp's build_moe_ffn with softmax gating, SwiGLU experts):
+  // router probabilities softmax(router x); each token's n_expert_used most probable experts,
+  // their probabilities as weights (divided by their sum when normalize, then times `scale`
+  // unless it is 0 or 1); out = sum over the chosen experts, most probable first, of weight x
+  // down_e(silu(gate_e x) * up_e x). Tokens are grouped by expert, so each expert's matrices are
+  // read once per batch for all the rows routed to it. gate/up/down: one [rows, cols] matrix
+  // per expert (ModelLoader::experts).
+  void moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate, const std::vector<Array>& up,
+               const std::vector<Array>& down, int64_t n_used, bool normalize, float scale, float* out) const;
   // out[j] = a[j] + b[j] over rows() x width.
   void add(const float* a, const float* b, int64_t width, float* out) const;
+  // x[j] *= s over rows() x width (ggml_scale).
+  void scale(float* x, int64_t width, float s) const;
   // The logits: each sequence's last logit_rows rows of `hidden` [rows, n_embd] normed by
-  // `norm`, times `head`; then every cache advances by its rows.
-  void output(const float* hidden, const Array& norm, double eps, const Array& head) const;
+  // `norm`, times `head`, soft-capped to cap * tanh(logit / cap) when softcap > 0; then every
+  // cache advances by its rows.
+  void output(const float* hidden, const Array& norm, double eps, const Array& head, double softcap = 0) const;
 
  private:
   ExecContext& ctx_;

@@ -129,7 +129,7 @@ void KvCache::write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, 
 }
 
 void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
-                     double scale, float* scores, float* out) const {
+                     double scale, float* scores, float* out, int64_t window) const {
   check(layer >= 0 && layer < shape_.n_layer && kv_len >= q_len && q_len >= 1 && kv_len <= shape_.capacity,
         "KvCache::attend", "layer ", layer, ", ", q_len, " queries over ", kv_len, " positions do not fit a cache of ",
         shape_.n_layer, " layers and capacity ", shape_.capacity);
@@ -141,24 +141,24 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
   switch (type_) {
     case KvCacheType::f32:
       kernels.cache_attention_f32({q, keys_[at].data<float>(), values_[at].data<float>(), out, q_heads, H, q_len,
-                                   kv_len, D, shape_.capacity * D, scale},
+                                   kv_len, D, shape_.capacity * D, scale, window},
                                   scores, ctx.threads());
       return;
     case KvCacheType::f16:
       kernels.cache_attention_f16({q, keys_[at].data<f16_t>(), values_[at].data<f16_t>(), out, q_heads, H, q_len,
-                                   kv_len, D, shape_.capacity * D, scale},
+                                   kv_len, D, shape_.capacity * D, scale, window},
                                   scores, ctx.threads());
       return;
     case KvCacheType::q8_0:
       kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks_[at].data(), out, q_heads, H, q_len,
-                                    kv_len, D, shape_.capacity * D, scale},
+                                    kv_len, D, shape_.capacity * D, scale, window},
                                    scores, ctx.threads());
       return;
   }
 }
 
 void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
-                          double scale, float* out) const {
+                          double scale, float* out, int64_t window) const {
   check(type_ == KvCacheType::f16, "KvCache::attend_ggml", "needs an f16 cache");
   check(layer >= 0 && layer < shape_.n_layer && kv_len >= q_len && q_len >= 1 && kv_len <= shape_.capacity,
         "KvCache::attend_ggml", "layer ", layer, ", ", q_len, " queries over ", kv_len,
@@ -177,11 +177,12 @@ void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const flo
     for (int64_t row = first; row < last; ++row) {
       const int64_t i = row / q_heads, h = row % q_heads, kv_head = h / group;
       const int64_t visible = kv_len - q_len + i + 1;  // causal: positions 0 ... kv_len - q_len + i
+      const int64_t first_key = first_visible_key(visible, window);
       const float* qi = q + row * D;
       for (int64_t d = 0; d < D; ++d) q16[size_t(d)] = to_f16(qi[d]);
       std::fill(acc.begin(), acc.end(), f16_t{0});
       float M = -INFINITY, S = 0.0f;
-      for (int64_t pos = 0; pos < visible; ++pos) {
+      for (int64_t pos = first_key; pos < visible; ++pos) {
         const f16_t* k = keys + (kv_head * shape_.capacity + pos) * D;
         const f16_t* v = values + (kv_head * shape_.capacity + pos) * D;
         float s = 0.0f;

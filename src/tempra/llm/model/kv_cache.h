@@ -61,9 +61,10 @@ class KvCache {
   void write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, const float* k, const float* v);
   // Causal attention of q_len queries, q token-major f32 [q_len, q_heads, head_dim], placed at
   // positions kv_len - q_len ... kv_len - 1, over positions [0, kv_len) of `layer`; writes out
-  // (same layout as q). scores: q_heads * q_len * kv_len floats of scratch.
+  // (same layout as q). scores: q_heads * q_len * kv_len floats of scratch. window > 0: sliding
+  // attention, the query at position p sees keys j with p - j < window (Gemma's local layers).
   void attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
-              double scale, float* scores, float* out) const;
+              double scale, float* scores, float* out, int64_t window = 0) const;
 
   // attend() as ggml's CPU flash attention computes it over an f16 cache (llama.cpp's default
   // on CPU; ops.cpp, ggml_compute_forward_flash_attn_ext_f16_one_chunk): each query row rounded
@@ -71,7 +72,7 @@ class KvCache {
   // after every rescale and multiply-add), divided by the softmax sum at the end. For logit
   // parity with llama.cpp (Numerics::ggml); f16 caches only.
   void attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
-                   double scale, float* out) const;
+                   double scale, float* out, int64_t window = 0) const;
 
   // Commits n positions written past size().
   void advance(int64_t n);

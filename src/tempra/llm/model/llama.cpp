@@ -16,16 +16,14 @@ LlamaModel LlamaModel::load(const std::filesystem::path& path) {
 
 LlamaModel LlamaModel::load(const io::GgufModel& gguf) {
   ModelLoader in(gguf, "llama");
-  if (in.has_key("expert_count") && in.integer("expert_count") > 0)
-    in.fail("llama.expert_count is ", in.integer("expert_count"), ": mixtures of experts are not supported");
+  // llama.cpp's own saver writes expert_count 0 for dense models.
+  if (const int64_t experts = in.count("expert_count", 0); experts > 0)
+    in.fail("llama.expert_count is ", experts, ": mixtures of experts are not supported");
   LlamaModel m;
   m.load_embeddings_and_head(in);
   const DecoderConfig& c = m.config_;
-  if (in.integer("rope.dimension_count", c.head_dim) != c.head_dim)
-    in.fail("rope.dimension_count ", in.integer("rope.dimension_count"), " differs from the head dim ", c.head_dim,
-            " (llama.cpp requires them equal for llama)");
-  const double scale = in.real("attention.scale", 0.0);
-  m.kq_scale_ = scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  // llama.cpp's kq_scale for llama (it reads no attention.scale for this architecture).
+  m.kq_scale_ = 1.0f / std::sqrt(float(c.head_dim));
   m.rope_freqs_ = in.optional_vector("rope_freqs.weight", c.head_dim / 2);
   const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {
@@ -69,6 +67,11 @@ std::vector<SynthTensor> LlamaModel::synth_tensors(const SynthSpec& s) {
     t.matrix("ffn_down", s.n_ff, s.n_embd);
   }
   return t.take();
+}
+
+void LlamaModel::synth_hparams(io::GgufMetadata& m, const SynthSpec& s) {
+  m.add("llama.rope.dimension_count", {uint32_t(s.head_dim)});
+  m.add("llama.vocab_size", {uint32_t(s.n_vocab)});
 }
 
 void LlamaModel::forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const {

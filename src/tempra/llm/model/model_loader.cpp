@@ -31,6 +31,15 @@ int64_t ModelLoader::integer(const std::string& key, std::optional<int64_t> fall
   return *v;
 }
 
+int64_t ModelLoader::count(const std::string& key, int64_t fallback) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr) return fallback;
+  const std::optional<int64_t> v = io::integer_value(*value);
+  if (!v || *v < 0) fail("metadata key '", full, "' must be a non-negative integer");
+  return *v;
+}
+
 double ModelLoader::real(const std::string& key, double fallback) const {
   const std::string full = arch_ + "." + key;
   const io::GgufValue* value = gguf_.metadata().find(full);
@@ -60,8 +69,21 @@ Array ModelLoader::tensor(const std::string& name, const Dims& shape) const {
   return t;
 }
 
+std::vector<Array> ModelLoader::experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {
+  const Array stacked = tensor(name, {n_expert, rows, cols});
+  check_matrix(name, stacked, cols);
+  std::vector<Array> out;
+  for (int64_t e = 0; e < n_expert; ++e) out.push_back(stacked.select(0, e));
+  return out;
+}
+
 Array ModelLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
   Array w = tensor(name, {rows, cols});
+  check_matrix(name, w, cols);
+  return w;
+}
+
+void ModelLoader::check_matrix(const std::string& name, const Array& w, int64_t cols) {
   if (w.dtype().is_block_quantized()) {
     const QuantDot* dot = find_quant_dot(w.dtype());
     if (dot == nullptr) fail("tensor '", name, "' is ", w.dtype().name(), ", which has no quantized dot product");
@@ -72,8 +94,7 @@ Array ModelLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
     // Numerics::ggml rounds the activation rows to f16/bf16 into the same scratch, as f32.
     if (w.dtype() != DType::f32) quantized_row_bytes_ = std::max(quantized_row_bytes_, sizeof(float) * size_t(cols));
   }
-  if (w.strides()[1] != 1 || w.strides()[0] != cols) fail("tensor '", name, "' is not stored row-major");
-  return w;
+  if (!w.is_contiguous()) fail("tensor '", name, "' is not stored row-major");
 }
 
 Array ModelLoader::optional_matrix(const std::string& name, int64_t rows, int64_t cols) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tempra/core/array.h"
 #include "tempra/io/gguf_model.h"
@@ -30,6 +31,8 @@ class ModelLoader {
 
   // `ARCH.key`, a positive integer; without a fallback, required.
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const;
+  // `ARCH.key`, a non-negative integer (0 allowed: "none"), or `fallback` when absent.
+  int64_t count(const std::string& key, int64_t fallback) const;
   // `ARCH.key`, a float (f32 or f64 in the file), or `fallback` when absent.
   double real(const std::string& key, double fallback) const;
   // `ARCH.key`, a string, or `fallback` when absent.
@@ -43,6 +46,9 @@ class ModelLoader {
   Array tensor(const std::string& name, const Dims& shape) const;
   // A weight matrix [rows, cols]: f32, f16, bf16 or a block format with a quantized dot.
   Array matrix(const std::string& name, int64_t rows, int64_t cols);
+  // Stacked experts [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}), checked as matrix()
+  // checks one, returned as one [rows, cols] view per expert.
+  std::vector<Array> experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols);
   // A matrix if the file has it, else an empty Array.
   Array optional_matrix(const std::string& name, int64_t rows, int64_t cols);
   // An f32 vector of n elements (a norm's weight, a bias, rope's frequency factors).
@@ -59,6 +65,9 @@ class ModelLoader {
   }
 
  private:
+  // matrix()'s checks of a weight whose rows are `cols` long; records its scratch.
+  void check_matrix(const std::string& name, const Array& w, int64_t cols);
+
   const io::GgufModel& gguf_;
   std::string arch_, file_;
   size_t quantized_row_bytes_ = 0;

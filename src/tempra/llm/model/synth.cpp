@@ -278,15 +278,85 @@ SynthSpec SynthSpec::llama_1b() {
           .llama3_rope_scaling = true};
 }
 
+SynthSpec SynthSpec::gemma3_tiny() {
+  return {.n_layer = 2,
+          .n_embd = 256,
+          .n_ff = 768,
+          .n_head = 4,
+          .n_head_kv = 1,
+          .head_dim = 64,
+          .n_vocab = 32000,
+          .tied_embeddings = true,
+          .rope_freq_base = 1e6,
+          .rms_norm_eps = 1e-6,
+          .context_length = 4096,
+          .architecture = "gemma3",
+          .sliding_window = 16,
+          .sliding_window_pattern = 2};
+}
+
+SynthSpec SynthSpec::gemma3_1b() {
+  return {.n_layer = 26,
+          .n_embd = 1152,
+          .n_ff = 6912,
+          .n_head = 4,
+          .n_head_kv = 1,
+          .head_dim = 256,
+          .n_vocab = 262144,
+          .tied_embeddings = true,
+          .rope_freq_base = 1e6,
+          .rms_norm_eps = 1e-6,
+          .context_length = 32768,
+          .architecture = "gemma3",
+          .sliding_window = 512,
+          .sliding_window_pattern = 6};
+}
+
+SynthSpec SynthSpec::qwen3moe_tiny() {
+  return {.n_layer = 2,
+          .n_embd = 256,
+          .n_ff = 768,
+          .n_head = 4,
+          .n_head_kv = 2,
+          .head_dim = 64,
+          .n_vocab = 1000,
+          .tied_embeddings = false,
+          .context_length = 4096,
+          .architecture = "qwen3moe",
+          .n_expert = 8,
+          .n_expert_used = 2,
+          .n_ff_exp = 128};
+}
+
+SynthSpec SynthSpec::qwen3moe_a3b_8l() {
+  return {.n_layer = 8,
+          .n_embd = 2048,
+          .n_ff = 6144,
+          .n_head = 32,
+          .n_head_kv = 4,
+          .head_dim = 128,
+          .n_vocab = 151936,
+          .tied_embeddings = false,
+          .context_length = 40960,
+          .architecture = "qwen3moe",
+          .n_expert = 128,
+          .n_expert_used = 8,
+          .n_ff_exp = 768};
+}
+
 SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name) {
   if (architecture == "qwen3" && name == "tiny") return tiny();
   if (architecture == "qwen3" && (name == "0.6b" || name == "0.6B")) return qwen3_0_6b();
   if (architecture == "llama" && name == "tiny") return llama_tiny();
   if (architecture == "llama" && (name == "1b" || name == "1B")) return llama_1b();
+  if (architecture == "qwen3moe" && name == "tiny") return qwen3moe_tiny();
+  if (architecture == "qwen3moe" && (name == "a3b-8l" || name == "A3B-8L")) return qwen3moe_a3b_8l();
+  if (architecture == "gemma3" && name == "tiny") return gemma3_tiny();
+  if (architecture == "gemma3" && (name == "1b" || name == "1B")) return gemma3_1b();
   check(find_architecture(architecture) != nullptr, "synth", "architecture '", architecture,
         "' is not supported (supported: ", supported_architectures(), ")");
-  fail("synth", "no preset '", name, "' for ", architecture, " (", architecture == "llama" ? "tiny, 1b" : "tiny, 0.6b",
-       ")");
+  const char* presets = architecture == "qwen3" ? "tiny, 0.6b" : architecture == "qwen3moe" ? "tiny, a3b-8l" : "tiny, 1b";
+  fail("synth", "no preset '", name, "' for ", architecture, " (", presets, ")");
 }
 
 SynthTable::SynthTable(const SynthSpec& s) {
@@ -301,6 +371,10 @@ void SynthTable::matrix(const std::string& name, int64_t cols, int64_t rows) {
 
 void SynthTable::norm(const std::string& name, int64_t n) {
   tensors_.push_back({prefix_ + name + ".weight", {n}, SynthTensor::Kind::norm});
+}
+
+void SynthTable::experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert) {
+  tensors_.push_back({prefix_ + name + ".weight", {cols, rows, n_expert}, SynthTensor::Kind::matrix});
 }
 
 void SynthTable::fixed(const std::string& name, std::vector<float> values) {
@@ -349,10 +423,8 @@ void add_synth_hparams(io::GgufMetadata& m, const SynthSpec& s) {
   m.add(a + "attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
   m.add(a + "attention.key_length", {uint32_t(s.head_dim)});
   m.add(a + "attention.value_length", {uint32_t(s.head_dim)});
-  if (s.architecture == "llama") {
-    m.add(a + "rope.dimension_count", {uint32_t(s.head_dim)});
-    m.add(a + "vocab_size", {uint32_t(s.n_vocab)});
-  }
+  const Architecture* arch = find_architecture(s.architecture);
+  if (arch != nullptr && arch->synth_hparams != nullptr) arch->synth_hparams(m, s);
 }
 
 int64_t gguf_vocab_size(const fs::path& vocab_gguf) {
@@ -448,6 +520,13 @@ void validate(const SynthSpec& s) {
         "' is not supported (supported: ", supported_architectures(), ")");
   check(!s.llama3_rope_scaling || s.architecture == "llama", "synth", "Llama 3's rope scaling is for llama, not ",
         s.architecture);
+  check((s.architecture == "qwen3moe") == (s.n_expert > 0), "synth", "experts (n_expert ", s.n_expert,
+        ") are for qwen3moe, which needs them");
+  check(s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1), "synth",
+        "n_expert_used ", s.n_expert_used, " must be in [1, n_expert ", s.n_expert, "] and n_ff_exp positive");
+  check(s.sliding_window >= 0 && s.sliding_window_pattern >= 1 && s.rope_freq_base_swa > 0 &&
+            s.final_logit_softcapping >= 0,
+        "synth", "sliding_window, its pattern, rope_freq_base_swa and final_logit_softcapping must be positive");
   check(s.vocab_gguf.empty() || s.tokenizer_dir.empty(), "synth", "a vocab GGUF and a tokenizer folder are exclusive");
   positive(s.n_layer, "n_layer");
   positive(s.n_embd, "n_embd");

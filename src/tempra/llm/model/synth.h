@@ -5,7 +5,7 @@
 // spec.architecture that both tempra (load_model) and llama.cpp load: the hyperparameters
 // llama.cpp's loader reads for it, every tensor its src/models/ARCH.cpp creates (with its shape;
 // no output.weight when the embeddings are tied), as the architecture's synth_tensors table
-// lists them (qwen3.h, llama.h), weight matrices in spec.weight_type (f32, f16 or bf16) and f32
+// lists them (qwen3.h, llama.h, gemma3.h, qwen3moe.h), weight matrices in spec.weight_type (f32, f16 or bf16) and f32
 // norms. The weights are seeded and deterministic: element i of tensor k is a pure function of
 // (spec.seed, k, i) (core/rng.h), whatever the thread count. Scales keep activations at a sane
 // magnitude through the layers: matrices N(0, 1/sqrt(row length)), the token embedding
@@ -60,6 +60,14 @@ struct SynthSpec {
   // low/high frequency factors 1 and 4, original context 8192), as convert_hf_to_gguf.py writes.
   bool llama3_rope_scaling = false;
   std::filesystem::path vocab_gguf = {};  // a GGUF whose tokenizer.* keys to copy; empty: see above
+  // Gemma 3's local layers (gemma3 only): every layer but each pattern-th slides over the last
+  // sliding_window positions (0: none) with rope base rope_freq_base_swa.
+  int64_t sliding_window = 0;
+  int sliding_window_pattern = 6;
+  double rope_freq_base_swa = 10000.0;
+  double final_logit_softcapping = 0;  // logits = cap * tanh(logits / cap); 0: none
+  // Mixtures of experts (qwen3moe): experts per layer, used per token, each expert's width.
+  int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 
   // A small body on Qwen3's real vocab size: 2 layers, hidden 256, FFN 768, 2 query heads per
   // KV head (4:2) of head dim 128 (Qwen3's), 151936 rows, tied, context 4096.
@@ -75,8 +83,21 @@ struct SynthSpec {
   // vocab 128256, tied, theta 500000, eps 1e-5, rope scaling (factor 32 in the real model; the
   // synthesizer writes 3.1's factor 8), context 131072.
   static SynthSpec llama_1b();
-  // The preset `name` (tiny, or 0.6b for qwen3, 1b for llama) of `architecture`; throws naming
-  // the presets of the architecture otherwise.
+  // A small Gemma 3 body: 2 layers (the first local with a window of 16, the second global),
+  // hidden 256, FFN 768, 4 query heads / 1 KV head of dim 64, theta 1e6 (local 1e4), tied,
+  // context 4096, vocab 32000.
+  static SynthSpec gemma3_tiny();
+  // Gemma 3 1B's shape: 26 layers (5 local of window 512 to 1 global), hidden 1152, FFN 6912,
+  // 4 query heads / 1 KV head of dim 256, vocab 262144, tied, context 32768.
+  static SynthSpec gemma3_1b();
+  // A small Qwen3 MoE body: 2 layers, hidden 256, 8 experts of width 128 (2 used per token),
+  // Qwen3's attention (4 query / 2 KV heads of dim 64), untied, context 4096, vocab 1000.
+  static SynthSpec qwen3moe_tiny();
+  // Qwen3-30B-A3B scaled to fit a small machine: its 48 layers cut to 8, hidden 2048, 32/4 heads
+  // of dim 128, 128 experts of width 768 with 8 used per token, vocab 151936, untied.
+  static SynthSpec qwen3moe_a3b_8l();
+  // The preset `name` (tiny; 0.6b for qwen3; 1b for llama and gemma3; a3b-8l for qwen3moe) of
+  // `architecture`; throws naming the presets of the architecture otherwise.
   static SynthSpec preset(std::string_view architecture, std::string_view name);
 };
 
@@ -101,6 +122,8 @@ class SynthTable {
   void matrix(const std::string& name, int64_t cols, int64_t rows);
   void norm(const std::string& name, int64_t n);
   void fixed(const std::string& name, std::vector<float> values);
+  // n_expert stacked weights [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}).
+  void experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert);
   std::vector<SynthTensor> take() { return std::move(tensors_); }
 
  private:

@@ -3,6 +3,8 @@
 // with (a symbol only grows by absorbing its right neighbour, so equal lengths mean equal text).
 #include "tempra/llm/tokenizer/bpe.h"
 
+#include "tempra/llm/tokenizer/unicode.h"
+
 #include <queue>
 
 namespace tempra::llm {
@@ -28,11 +30,6 @@ struct PairAfter {  // the priority queue's "less": lower rank first, then the l
     return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
   }
 };
-
-size_t char_length(unsigned char lead) {
-  static constexpr size_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[lead >> 4];
-}
 
 std::string merge_key(std::string_view left, std::string_view right) {
   std::string key;
@@ -70,7 +67,7 @@ int32_t BpeModel::rank(std::string_view left, std::string_view right) const {
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   std::vector<Symbol> symbols;
   for (size_t offset = 0; offset < word.size();) {
-    const size_t length = std::min(word.size() - offset, char_length(static_cast<unsigned char>(word[offset])));
+    const size_t length = std::min(word.size() - offset, utf8_sequence_length(static_cast<unsigned char>(word[offset])));
     const int index = int(symbols.size());
     symbols.push_back({offset, length, index - 1, offset + length == word.size() ? -1 : index + 1});
     offset += length;

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "tempra/core/error.h"
+#include "tempra/llm/tokenizer/unicode.h"
 
 namespace tempra::llm {
 namespace {
@@ -29,11 +30,6 @@ struct Lower {
     return l.score < r.score || (l.score == r.score && l.left > r.left);
   }
 };
-
-size_t utf8_length(char lead) {  // llama.cpp's unicode_len_utf8
-  static constexpr size_t kLengths[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[static_cast<uint8_t>(lead) >> 4];
-}
 
 }  // namespace
 
@@ -60,7 +56,7 @@ int32_t SpmModel::byte_token(uint8_t byte) const {
 void SpmModel::encode(std::string_view text, std::vector<int32_t>& out) const {
   std::vector<Symbol> symbols;
   for (size_t offset = 0; offset < text.size();) {
-    const size_t size = std::min(utf8_length(text[offset]), text.size() - offset);
+    const size_t size = std::min(utf8_sequence_length(static_cast<unsigned char>(text[offset])), text.size() - offset);
     const int index = int(symbols.size());
     symbols.push_back({offset, size, index - 1, offset + size == text.size() ? -1 : index + 1});
     offset += size;
