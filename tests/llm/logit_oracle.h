@@ -163,6 +163,8 @@ struct Criteria {
   // position of its sequence attends to it; those positions are counted, not held to the
   // criteria, as greedy steps after a near-tie are. 0: every position is held.
   double router_near_tie = 0;
+  // The fewest positions that must be held (after any near-tie) for the comparison to count.
+  int min_held_positions = 1;
 };
 
 Figures compare(const std::string& label, const std::filesystem::path& path, const std::vector<int>& prompt_lengths,

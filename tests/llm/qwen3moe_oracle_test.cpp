@@ -2,7 +2,7 @@
 // against llama.cpp's on the same synthesized GGUFs (logit_oracle.h: procedure and criteria).
 //
 // Models: SynthSpec::qwen3moe_tiny() (2 layers, 8 experts of width 128, 2 used per token, Qwen3's
-// attention) over the synthetic byte-level vocab, in F32, F16 and BF16, and quantized from the
+// attention) over the synthetic byte-level vocab, in F32 and F16, and quantized from the
 // F32 file to Q8_0 and Q4_K_M by llama.cpp's llama_model_quantize (the router stays F32). There
 // is no heavy case at Qwen3-30B-A3B's shape: with 128 experts and 8 chosen, its synthesized
 // router has a near-tie within the first position at Q8_0 (measured), so nothing would be held.
@@ -58,7 +58,6 @@ fs::path llama_quantized(const fs::path& from, const std::string& name, llama_ft
 fs::path tiny_model(const std::string& format) {
   if (format == "F32") return synth_model(scratch_dir(), "qwen3moe-tiny-F32", tiny_spec(DType::f32));
   if (format == "F16") return synth_model(scratch_dir(), "qwen3moe-tiny-F16", tiny_spec(DType::f16));
-  if (format == "BF16") return synth_model(scratch_dir(), "qwen3moe-tiny-BF16", tiny_spec(DType::bf16));
   const llama_ftype type = format == "Q8_0" ? LLAMA_FTYPE_MOSTLY_Q8_0 : LLAMA_FTYPE_MOSTLY_Q4_K_M;
   return llama_quantized(tiny_model("F32"), "qwen3moe-tiny-" + format, type);
 }
@@ -67,41 +66,39 @@ fs::path tiny_model(const std::string& format) {
 // leads the best one left out by less than the two engines' rounding noise, llama.cpp may
 // choose otherwise, and from there its logits legitimately differ (measured: the F16 model's
 // 512-token prompt, position 71, layer 0 leads by 6.3e-4 relative and llama.cpp routes it the
-// other way, cosine 0.63 there). The criteria are the dense ones, with positions from such a
-// near-tie on not held (counted and printed). The noise bound follows the activations'
-// rounding: f32 none (every position held), f16 2^-11 (near-tie 2e-3), bf16 2^-8 (2e-2),
-// Q8_0/Q4_K_M's 8-bit activation blocks (2e-2). With 8 experts and 2 chosen such near-ties
-// are common: the figures printed say how many positions were held.
-constexpr Criteria kFloatMoe{.min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = true,
-                             .router_near_tie = 2e-3};
-// (BF16 without the dense cases' noise floor: llama.cpp's own flash-attention on/off runs route
-// differently there, min cosine 0.867, which is the near-tie effect itself, not a floor.)
-constexpr Criteria kBf16Moe{.min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = true,
-                            .router_near_tie = 2e-2};
+// other way, cosine 0.63 there). The criteria are the dense ones, with the positions from a
+// near-tie (a lead under 2e-3, about four f16 roundings) on not held, counted and printed; at
+// least 64 positions must be held. F32 holds every position and its greedy tokens. The others
+// have a near-tie inside the 64-token prompt, so no greedy step could be held: they run without
+// the greedy criterion. There is no BF16 case: bf16 keeps 3 fewer bits than f16, and this
+// router's first near-tie at a bound scaled to that (8x) comes at position 2 (measured; llama.cpp's
+// own flash-attention on/off runs already route differently, min cosine 0.867), so nothing would
+// be held.
+constexpr double kNearTie = 2e-3;
+constexpr Criteria kFloatMoe{.min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = false,
+                             .router_near_tie = kNearTie, .min_held_positions = 64};
 constexpr Criteria kQ8_0Moe{.min_cosine = 0.999, .min_top1_agreement = 0.90, .greedy = false,
-                            .router_near_tie = 2e-2};
+                            .router_near_tie = kNearTie, .min_held_positions = 64};
 constexpr Criteria kLowBitMoe{.min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false,
-                              .router_near_tie = 2e-2};
+                              .router_near_tie = kNearTie, .min_held_positions = 64};
 
 TEST(Qwen3MoeOracle, f32_logits_and_greedy_tokens_match_llama_cpp) {
   compare("qwen3moe-F32", tiny_model("F32"), kPrompts, kFloat);
 }
-TEST(Qwen3MoeOracle, f16_logits_and_greedy_tokens_match_llama_cpp) {
+TEST(Qwen3MoeOracle, f16_logits_match_llama_cpp_up_to_routing_near_ties) {
   compare("qwen3moe-F16", tiny_model("F16"), kPrompts, kFloatMoe);
 }
-TEST(Qwen3MoeOracle, bf16_logits_within_llama_cpps_own_variation_and_greedy_tokens_match) {
-  compare("qwen3moe-BF16", tiny_model("BF16"), kPrompts, kBf16Moe);
-}
-TEST(Qwen3MoeOracle, q8_0_logits_match_llama_cpp) {
+TEST(Qwen3MoeOracle, q8_0_logits_match_llama_cpp_up_to_routing_near_ties) {
   compare("qwen3moe-Q8_0", tiny_model("Q8_0"), kPrompts, kQ8_0Moe);
 }
-TEST(Qwen3MoeOracle, q4_k_m_logits_match_llama_cpp) {
+TEST(Qwen3MoeOracle, q4_k_m_logits_match_llama_cpp_up_to_routing_near_ties) {
   compare("qwen3moe-Q4_K_M", tiny_model("Q4_K_M"), kPrompts, kLowBitMoe);
 }
 
-// Three sequences in one batch (a 20-token prompt, a 9-token one, a decode step after 5) give the
+// Three sequences in one batch (a 40-token prompt, a 9-token one, a decode step after 5) give the
 // logits each gets alone: grouping by expert changes which rows share a matrix product, never a
-// row's result (F32 weights: at most 32 rows take one GEMM path per row).
+// row's result (F32 weights: an expert's rows from one sequence take the path their own count
+// takes, so the decode row stays on the skinny path even when the prompt sends an expert 33+).
 TEST(MoeRouting, a_batch_grouped_by_expert_equals_each_sequence_alone) {
   SynthSpec spec = SynthSpec::qwen3moe_tiny();
   spec.weight_type = DType::f32;
@@ -109,27 +106,37 @@ TEST(MoeRouting, a_batch_grouped_by_expert_equals_each_sequence_alone) {
   const auto model = load_model(synth_model(scratch_dir(), "qwen3moe-routing", spec));
   ExecContext ctx({.threads = 2});
   std::vector<std::vector<int32_t>> prompts = {{}, {}, {}};
-  for (int i = 0; i < 20; ++i) prompts[0].push_back(int32_t(3 + 7 * i));
+  for (int i = 0; i < 40; ++i) prompts[0].push_back(int32_t(3 + 7 * i));
   for (int i = 0; i < 9; ++i) prompts[1].push_back(int32_t(500 + 11 * i));
   for (int i = 0; i < 6; ++i) prompts[2].push_back(int32_t(100 + i));
+  // The last row's logits of `ids` appended to `cache`, as a batch of that sequence alone asks
+  // for them (one logit row, so the head takes the path one row takes).
+  const auto last_logits = [&](std::span<const int32_t> ids, KvCache& cache) {
+    const auto buffers = model->make_buffers(ctx, int64_t(ids.size()), 1, 64);
+    const SequenceRows seq{&cache, ids, 1};
+    model->forward(ctx, std::span<const SequenceRows>(&seq, 1), *buffers);
+    const std::span<const float> row = buffers->logits_row(0);
+    return std::vector<float>(row.begin(), row.end());
+  };
   // Alone: each prompt in one pass (the third: 5 tokens, then its sixth as a decode step).
   std::vector<std::vector<float>> alone;
   std::vector<KvCache> caches;
   for (size_t s = 0; s < 3; ++s) {
     KvCache cache = model->make_cache(ctx, 64, KvCacheType::f32);
     const std::vector<int32_t>& ids = prompts[s];
-    const size_t split = s == 2 ? 5 : ids.size();
-    Array logits = model->forward(ctx, std::span(ids.data(), split), cache);
-    if (s == 2) logits = model->forward(ctx, std::span(ids.data() + 5, 1), cache);
-    const float* last = logits.data<float>() + (logits.dim(0) - 1) * logits.dim(1);
-    alone.emplace_back(last, last + logits.dim(1));
+    if (s == 2) {
+      last_logits(std::span(ids.data(), 5), cache);
+      alone.push_back(last_logits(std::span(ids.data() + 5, 1), cache));
+    } else {
+      alone.push_back(last_logits(ids, cache));
+    }
     caches.push_back(model->make_cache(ctx, 64, KvCacheType::f32));
   }
   // Together: the third's first five tokens first, then one batch of all three.
-  model->forward(ctx, std::span(prompts[2].data(), 5), caches[2]);
+  last_logits(std::span(prompts[2].data(), 5), caches[2]);
   const std::vector<SequenceRows> batch = {{&caches[0], prompts[0], 1}, {&caches[1], prompts[1], 1},
                                            {&caches[2], std::span(prompts[2].data() + 5, 1), 1}};
-  const auto buffers = model->make_buffers(ctx, 30, 3, 64);
+  const auto buffers = model->make_buffers(ctx, 50, 3, 64);
   model->forward(ctx, batch, *buffers);
   for (size_t s = 0; s < 3; ++s) {
     const std::span<const float> together = buffers->logits_row(int64_t(s));

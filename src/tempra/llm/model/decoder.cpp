@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <numeric>
 
 #include "tempra/backend/kernels.h"
 #include "tempra/backend/quant_dot.h"
@@ -209,6 +211,8 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   logits = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
   if (c.n_expert > 0) {
     const int64_t slots = n * c.n_expert_used;
+    check(slots <= INT32_MAX, "DecoderBuffers", tokens, " tokens x ", c.n_expert_used,
+          " experts each overflow the routing lists");
     moe_probs = rows(n, c.n_expert);
     moe_weights = rows(n, c.n_expert_used);
     moe_rows = rows(n, c.n_embd);
@@ -222,6 +226,8 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
     moe_offsets.resize(size_t(c.n_expert + 1));
     moe_cursor.resize(size_t(c.n_expert));
     moe_margin.resize(size_t(n));
+    moe_sequence.resize(size_t(n));
+    moe_rank.resize(size_t(c.n_expert));
   }
   // One sequence attends at a time: at most min(tokens, kv_capacity) queries over kv_capacity keys.
   kq_scratch = Array::empty(ctx, {c.n_head * std::min(n, kv_capacity) * kv_capacity}, DType::f32);
@@ -315,27 +321,23 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector
     for (int64_t e = 0; e < n_expert; ++e) p[e] *= inv;
     // The n_used most probable, most probable first (the lower id first among equals).
     int32_t* chosen = selected + t * n_used;
-    for (int64_t k = 0; k < n_used; ++k) {
-      int32_t best = -1;
-      for (int32_t e = 0; e < int32_t(n_expert); ++e) {
-        if (std::find(chosen, chosen + k, e) != chosen + k) continue;
-        if (best < 0 || p[e] > p[best]) best = e;
-      }
-      chosen[k] = best;
-    }
+    int32_t* ranked = b_.moe_rank.data();
+    std::iota(ranked, ranked + n_expert, 0);
+    std::partial_sort(ranked, ranked + n_used, ranked + n_expert,
+                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    std::copy(ranked, ranked + n_used, chosen);
     // How close the choice was: the last chosen expert's lead over the best one left out,
     // relative to it (1 when every expert is used), kept per row as the minimum over layers.
     float left_out = 0.0f;
-    for (int32_t e = 0; e < int32_t(n_expert); ++e)
-      if (std::find(chosen, chosen + n_used, e) == chosen + n_used) left_out = std::max(left_out, p[e]);
+    for (int64_t r = n_used; r < n_expert; ++r) left_out = std::max(left_out, p[ranked[r]]);
     const float last = p[chosen[n_used - 1]];
     const float margin = last > 0 ? (last - left_out) / last : 0.0f;
     b_.moe_margin[size_t(t)] = std::min(b_.moe_margin[size_t(t)], margin);
     float* w = weights + t * n_used;
-    float total = 0;
-    for (int64_t k = 0; k < n_used; ++k) total += (w[k] = p[chosen[k]]);
+    double sum_w = 0;  // ggml_sum_rows sums in double, then rounds
+    for (int64_t k = 0; k < n_used; ++k) sum_w += (w[k] = p[chosen[k]]);
     if (normalize) {
-      total = std::max(total, 6.103515625e-5f);  // ggml_clamp's floor in build_moe_ffn
+      const float total = std::max(float(sum_w), 6.103515625e-5f);  // ggml_clamp's floor in build_moe_ffn
       for (int64_t k = 0; k < n_used; ++k) w[k] /= total;
     }
     if (scale != 0.0f && scale != 1.0f)
@@ -353,17 +355,46 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector
   float *rows = b_.moe_rows.data<float>(), *g = b_.moe_gate.data<float>(), *u = b_.moe_up.data<float>(),
         *act = b_.moe_act.data<float>(), *d = b_.moe_down.data<float>(), *slots = b_.moe_slots.data<float>();
   const Kernels& kernels = kernels_for(ctx_.backend());
+  // The sequence each batch row belongs to: an expert's rows from one sequence take the path
+  // that many rows take (RowPath), as they would with that sequence alone in the batch.
+  int32_t* sequence_of = b_.moe_sequence.data();
+  {
+    int64_t row = 0;
+    for (size_t s = 0; s < batch_.size(); ++s)
+      for (size_t i = 0; i < batch_[s].tokens.size(); ++i) sequence_of[row++] = int32_t(s);
+  }
   for (int64_t e = 0; e < n_expert; ++e) {
     const int64_t m = offsets[e + 1] - offsets[e];
     if (m == 0) continue;
     const int32_t* mine = order + offsets[e];
     for (int64_t r = 0; r < m; ++r)
       std::copy(x + (mine[r] / n_used) * E, x + (mine[r] / n_used + 1) * E, rows + r * E);
-    linear_rows(rows, m, up[size_t(e)], u);
-    linear_rows(rows, m, gate[size_t(e)], g);
+    // y = x w^T over the m gathered rows, one product per maximal run of consecutive
+    // sequences on the same path (the list is in token order, so a sequence's rows are adjacent).
+    const auto expert_linear = [&](const float* in, const Array& w, float* y) {
+      const int64_t k = w.dim(1), n = w.dim(0);
+      int64_t first = 0, run = 0;
+      RowPath path = RowPath::few;
+      for (int64_t r = 0; r < m;) {
+        int64_t end = r + 1;
+        while (end < m && sequence_of[mine[end] / n_used] == sequence_of[mine[r] / n_used]) ++end;
+        const RowPath here = row_path(end - r);
+        if (run > 0 && here != path) {
+          product_rows(ctx_, in + first * k, run, w, y + first * n, b_.quantized_scratch.raw_data(), numerics_, path);
+          first += run;
+          run = 0;
+        }
+        path = here;
+        run += end - r;
+        r = end;
+      }
+      product_rows(ctx_, in + first * k, run, w, y + first * n, b_.quantized_scratch.raw_data(), numerics_, path);
+    };
+    expert_linear(rows, up[size_t(e)], u);
+    expert_linear(rows, gate[size_t(e)], g);
     kernels.f32.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(g), m, F), rows_ref(g, m, F), ctx_.threads());
     for (int64_t j = 0; j < m * F; ++j) act[j] = g[j] * u[j];
-    linear_rows(act, m, down[size_t(e)], d);
+    expert_linear(act, down[size_t(e)], d);
     for (int64_t r = 0; r < m; ++r) {
       const float w = weights[mine[r]];
       float* slot = slots + int64_t(mine[r]) * E;

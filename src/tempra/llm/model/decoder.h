@@ -91,7 +91,7 @@ struct DecoderBuffers final : ForwardBuffers {
   // output [tokens, n_embd]; every (token, choice)'s weighted output [tokens, n_expert_used,
   // n_embd]; and the routing lists: the (token, choice) slots of each expert, expert by expert.
   Array moe_probs, moe_weights, moe_rows, moe_gate, moe_up, moe_act, moe_down, moe_slots;
-  std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor;
+  std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor, moe_sequence, moe_rank;
   // After a forward pass, per row: the smallest routing margin over its layers, the last chosen
   // expert's probability lead over the best expert left out, relative to it (1: no choice was
   // close). A margin within the engines' rounding noise means another engine may route the token
@@ -173,8 +173,9 @@ class ForwardPass {
   // their probabilities as weights (divided by their sum when normalize, then times `scale`
   // unless it is 0 or 1); out = sum over the chosen experts, most probable first, of weight x
   // down_e(silu(gate_e x) * up_e x). Tokens are grouped by expert, so each expert's matrices are
-  // read once per batch for all the rows routed to it. gate/up/down: one [rows, cols] matrix
-  // per expert (ModelLoader::experts).
+  // read once per batch for all the rows routed to it (each sequence's rows on the path its
+  // own count of them takes, so batching changes no row's bits). gate/up/down: one [rows, cols]
+  // matrix per expert (ModelLoader::experts).
   void moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate, const std::vector<Array>& up,
                const std::vector<Array>& down, int64_t n_used, bool normalize, float scale, float* out) const;
   // out[j] = a[j] + b[j] over rows() x width.

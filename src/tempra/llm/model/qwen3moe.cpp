@@ -21,14 +21,21 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
   c = DecoderConfig::read(in);
   c.n_expert = in.integer("expert_count");
   c.n_expert_used = in.integer("expert_used_count");
+  if (c.n_expert > 1024) in.fail("expert_count ", c.n_expert, " exceeds llama.cpp's LLAMA_MAX_EXPERTS (1024)");
   if (c.n_expert_used > c.n_expert)
     in.fail("expert_used_count ", c.n_expert_used, " exceeds expert_count ", c.n_expert);
-  c.n_ff_exp = in.integer("expert_feed_forward_length", c.n_ff / c.n_expert_used);
-  m.expert_weights_scale_ = float(in.real("expert_weights_scale", 0.0));
+  // llama.cpp: 0 or absent falls back to feed_forward_length / expert_used_count.
+  c.n_ff_exp = in.count("expert_feed_forward_length", 0);
+  if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
+  if (c.n_ff_exp <= 0 || c.n_ff_exp > (int64_t{1} << 24)) in.fail("expert width ", c.n_ff_exp, " is out of range");
+  if (in.count("expert_group_count", 1) > 1) in.fail("expert_group_count > 1 (group-limited routing) is not supported");
   m.load_embeddings_and_head(in);
   const int64_t E = c.n_embd, F = c.n_ff_exp;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
+    for (const char* extra : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate_exps.scale", "ffn_up_exps.scale",
+                              "ffn_down_exps.scale"})
+      if (in.has(p + extra)) in.fail("tensor '", p, extra, "' is not supported for qwen3moe");
     m.layers_.push_back(Qwen3MoeLayer{
         .attn_norm = in.vector(p + "attn_norm.weight", E),
         .attn_q = in.matrix(p + "attn_q.weight", c.q_dim(), E),
@@ -107,7 +114,7 @@ void Qwen3MoeModel::forward(ExecContext& ctx, std::span<const SequenceRows> batc
 
     pass.rms_norm(ffn_inp, n, E, layer.ffn_norm, eps, ffn_norm);
     pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, layer.ffn_gate_exps, layer.ffn_up_exps, layer.ffn_down_exps,
-                 c.n_expert_used, true, expert_weights_scale_, ffn_moe_out);
+                 c.n_expert_used, true, 0.0f, ffn_moe_out);
     pass.add(ffn_moe_out, ffn_inp, E, inpL);
   }
   pass.output(inpL, output_norm_, eps, output_);

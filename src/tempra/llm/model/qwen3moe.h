@@ -2,11 +2,13 @@
 // qwen3moe: Qwen3-30B-A3B, Qwen3-235B-A22B).
 //
 // Contract: Qwen3MoeModel::load reads qwen3moe.* (DecoderConfig; expert_count,
-// expert_used_count, expert_feed_forward_length (default feed_forward_length / used),
-// expert_weights_scale) and the tensor table of llama.cpp's src/models/qwen3moe.cpp: Qwen3's
+// expert_used_count (at most 1024 experts), expert_feed_forward_length (0 or absent:
+// feed_forward_length / used); like llama.cpp it reads no expert_weights_scale for this
+// architecture) and the tensor table of llama.cpp's src/models/qwen3moe.cpp: Qwen3's
 // attention (qwen3.h) and, per layer, the router ffn_gate_inp [n_expert, n_embd] and the
 // experts stacked as ffn_gate_exps / ffn_up_exps [n_expert, n_ff_exp, n_embd] and ffn_down_exps
-// [n_expert, n_embd, n_ff_exp], through ModelLoader's checks. Forward, buffers and allocation as
+// [n_expert, n_embd, n_ff_exp], through ModelLoader's checks; attention biases, per-expert
+// scales and group-limited routing (expert_group_count > 1) are refused by name. Forward, buffers and allocation as
 // the other decoders' (decoder.h).
 //
 // The graph: Qwen3's, with the feed-forward block replaced by ForwardPass::moe_ffn: softmax
@@ -45,7 +47,6 @@ class Qwen3MoeModel final : public DecoderModel {
 
  private:
   std::vector<Qwen3MoeLayer> layers_;
-  float expert_weights_scale_ = 0;  // 0 or 1: none
 };
 
 }  // namespace tempra::llm
