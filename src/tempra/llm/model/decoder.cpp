@@ -237,8 +237,7 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
 }
 
 void DecoderModel::load_embeddings_and_head(ModelLoader& in) {
-  // An architecture that read more than the shared keys (experts) keeps what it read.
-  if (config_.n_layer == 0) config_ = DecoderConfig::read(in);
+  config_ = DecoderConfig::read(in);
   config_.n_vocab = in.tensor_rows("token_embd.weight");
   token_embd_ = in.matrix("token_embd.weight", config_.n_vocab, config_.n_embd);
   output_norm_ = in.vector("output_norm.weight", config_.n_embd);
@@ -297,10 +296,6 @@ void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& 
   const float* b = bias.data<float>();
   for (int64_t r = 0; r < n_; ++r)
     for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
-}
-
-void ForwardPass::linear_rows(const float* x, int64_t m, const Array& w, float* y) const {
-  product_rows(ctx_, x, m, w, y, b_.quantized_scratch.raw_data(), numerics_, row_path(m));
 }
 
 void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate,

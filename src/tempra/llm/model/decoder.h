@@ -119,7 +119,8 @@ class DecoderModel : public Model {
 
  protected:
   // Reads `config` (DecoderConfig::read plus n_vocab) and token_embd, output_norm and output
-  // (tied to token_embd when the file has no output.weight).
+  // (tied to token_embd when the file has no output.weight). Call first: an architecture adds
+  // its own keys to config_ after it.
   void load_embeddings_and_head(ModelLoader& in);
   // Records the scratch the loaded matrices need and the ModelInfo; call after the layers.
   void finish_load(const ModelLoader& in);
@@ -145,14 +146,11 @@ class ForwardPass {
   // Each row's token embedding, widened to f32 (exact for f16/bf16; the format's reference
   // decoder for block-quantized tables, as ops::embedding decodes them): rows() x width.
   void embed(const Array& table, float* out) const;
-  // y [rows, n] = x [rows, k] w^T for w [n, k]: ops::linear's arithmetic (see linear_rows in
+  // y [rows, n] = x [rows, k] w^T for w [n, k]: ops::linear's arithmetic (see product_rows in
   // decoder.cpp for the one dispatch that differs).
   void linear(const float* x, const Array& w, float* y) const;
   // The same, then y += bias on every row when `bias` (f32 [n]) is defined (ggml_add's order).
   void linear(const float* x, const Array& w, float* y, const Array& bias) const;
-  // y = x w^T for `m` rows that are not the batch's (an expert's gathered rows): the path a
-  // sequence of m rows would take.
-  void linear_rows(const float* x, int64_t m, const Array& w, float* y) const;
   // y = rms_norm(x) * weight over `rows` rows of `width` (a head's rows: rows() * heads).
   void rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps, float* y) const;
   // Rotates each of rows() x heads head vectors of head_dim by its row's position.

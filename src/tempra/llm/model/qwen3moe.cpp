@@ -17,8 +17,8 @@ Qwen3MoeModel Qwen3MoeModel::load(const std::filesystem::path& path) {
 Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
   ModelLoader in(gguf, "qwen3moe");
   Qwen3MoeModel m;
+  m.load_embeddings_and_head(in);
   DecoderConfig& c = m.config_;
-  c = DecoderConfig::read(in);
   c.n_expert = in.integer("expert_count");
   c.n_expert_used = in.integer("expert_used_count");
   if (c.n_expert > 1024) in.fail("expert_count ", c.n_expert, " exceeds llama.cpp's LLAMA_MAX_EXPERTS (1024)");
@@ -29,7 +29,6 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
   if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
   if (c.n_ff_exp <= 0 || c.n_ff_exp > (int64_t{1} << 24)) in.fail("expert width ", c.n_ff_exp, " is out of range");
   if (in.count("expert_group_count", 1) > 1) in.fail("expert_group_count > 1 (group-limited routing) is not supported");
-  m.load_embeddings_and_head(in);
   const int64_t E = c.n_embd, F = c.n_ff_exp;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
