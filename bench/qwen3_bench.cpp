@@ -11,9 +11,12 @@
 //     tempra's ratio to llama.cpp. Both use an f16 KV cache of prompt + gen positions; llama.cpp
 //     runs with its default context parameters otherwise (flash attention "auto", which on the
 //     CPU means on; n_threads = n_threads_batch = --threads).
-//   qwen3_bench rss tempra|llama MODEL.gguf [--threads 2] [--prompt 512] [--gen 128]
+//   qwen3_bench rss tempra|llama MODEL.gguf [--threads 2] [--prompt 512] [--gen 128] [--moe-cache-mb N]
 //     Loads, prefills and decodes with one engine only, then prints the process's peak resident
-//     set (VmHWM from /proc/self/status): run once per engine, each in its own process.
+//     set (VmHWM from /proc/self/status) and the prefill and decode tok/s of that one run: run
+//     once per engine, each in its own process (bench/run_moe_stream.sh runs them under a memory
+//     limit), and each engine's load time. --moe-cache-mb: tempra streams the routed experts
+//     through a cache of N MiB (--moe-usage FILE: with that usage histogram).
 //   qwen3_bench tokenize MODEL.gguf TEXT_FILE [--reps 5]
 //     tempra's Tokenizer::encode against llama_tokenize on the file's bytes (the model's own
 //     vocab for both, special tokens parsed, no BOS), median of --reps; checks the ids agree.
@@ -35,6 +38,7 @@
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/llm/model/model.h"
+#include "tempra/llm/model/expert_cache.h"
 #include "tempra/llm/runtime/session.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
 
@@ -51,6 +55,8 @@ double median(std::vector<double> v) {
 
 struct Options {
   int threads = 2, prompt = 512, gen = 128, reps = 3, ubatch = 512;
+  int moe_cache_mb = 0;  // > 0: tempra streams a mixture of experts' routed experts (--moe-stream)
+  std::string moe_usage;  // the expert usage file of a streaming run
 };
 
 Options parse(int argc, char** argv, int first) {
@@ -69,6 +75,8 @@ Options parse(int argc, char** argv, int first) {
     else if (a == "--gen") o.gen = value();
     else if (a == "--reps") o.reps = value();
     else if (a == "--ubatch") o.ubatch = value();
+    else if (a == "--moe-cache-mb") o.moe_cache_mb = value();
+    else if (a == "--moe-usage" && i + 1 < argc) o.moe_usage = argv[++i];
     else {
       std::fprintf(stderr, "qwen3_bench: unknown flag %s\n", a.c_str());
       std::exit(2);
@@ -104,8 +112,17 @@ struct TempraEngine {
   std::unique_ptr<tempra::llm::Model> loaded;  // any supported architecture (load_model)
   const tempra::llm::Model& model;
   int64_t ubatch;
-  TempraEngine(const char* path, int threads, int64_t ubatch)
-      : ctx({.threads = threads}), loaded(tempra::llm::load_model(path)), model(*loaded), ubatch(ubatch) {}
+  uint64_t misses_after_prefill = 0;  // streaming: the expert cache's misses when the decode began
+  TempraEngine(const char* path, int threads, int64_t ubatch, int moe_cache_mb = 0, const std::string& moe_usage = "")
+      : ctx({.threads = threads}), loaded(tempra::llm::load_model(path, load_options(moe_cache_mb, moe_usage))),
+        model(*loaded), ubatch(ubatch) {}
+
+  static tempra::llm::LoadOptions load_options(int moe_cache_mb, const std::string& moe_usage) {
+    tempra::llm::LoadOptions o;
+    if (moe_cache_mb > 0)
+      o.moe_stream = tempra::llm::ExpertStreaming{.cache_bytes = uint64_t(moe_cache_mb) << 20, .usage_file = moe_usage};
+    return o;
+  }
 
   Timing run(const std::vector<int32_t>& prompt, const std::vector<int32_t>& steps) {
     using namespace tempra::llm;
@@ -116,6 +133,7 @@ struct TempraEngine {
     auto t0 = Clock::now();
     t.checksum += session.prefill(ctx, prompt)[0];
     t.prefill_s = seconds_since(t0);
+    if (const tempra::llm::ExpertCache* cache = model.expert_cache()) misses_after_prefill = cache->stats().misses;
     t0 = Clock::now();
     for (int32_t id : steps) t.checksum += session.decode(ctx, id)[0];
     t.decode_s = seconds_since(t0);
@@ -208,16 +226,28 @@ long peak_rss_kib() {
 
 int rss(const std::string& engine, const char* path, const Options& o) {
   if (engine == "tempra") {
-    TempraEngine e(path, o.threads, o.ubatch);
+    const auto t0 = Clock::now();
+    TempraEngine e(path, o.threads, o.ubatch, o.moe_cache_mb, o.moe_usage);
+    const double load_s = seconds_since(t0);
     const int64_t n_vocab = e.model.info().n_vocab;
     const Timing t = e.run(token_ids(o.prompt, n_vocab, 1), token_ids(o.gen, n_vocab, 2));
-    std::printf("tempra peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g)\n", peak_rss_kib() / 1024.0,
-                o.prompt, o.gen, double(t.checksum));
+    std::printf("tempra peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g) load %.2f s pp %.2f tg %.2f tok/s\n",
+                peak_rss_kib() / 1024.0, o.prompt, o.gen, double(t.checksum), load_s, o.prompt / t.prefill_s,
+                o.gen / t.decode_s);
+    if (const tempra::llm::ExpertCache* cache = e.model.expert_cache()) {
+      const tempra::llm::ExpertCache::Stats s = cache->stats();
+      std::printf("expert cache: %lld slots (%lld pinned), %llu hits, %llu misses (%llu while decoding), %.0f MiB read\n",
+                  (long long)s.slots, (long long)s.pinned, (unsigned long long)s.hits, (unsigned long long)s.misses,
+                  (unsigned long long)(s.misses - e.misses_after_prefill), double(s.bytes_read) / (1 << 20));
+    }
   } else if (engine == "llama") {
+    const auto t0 = Clock::now();
     LlamaEngine e(path, o.threads, o.prompt + o.gen, o.prompt, o.ubatch);
+    const double load_s = seconds_since(t0);
     const Timing t = e.run(token_ids(o.prompt, e.n_vocab, 1), token_ids(o.gen, e.n_vocab, 2));
-    std::printf("llama.cpp peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g)\n", peak_rss_kib() / 1024.0,
-                o.prompt, o.gen, double(t.checksum));
+    std::printf("llama.cpp peak RSS %.1f MiB (prefill %d + decode %d, checksum %.3g) load %.2f s pp %.2f tg %.2f tok/s\n",
+                peak_rss_kib() / 1024.0, o.prompt, o.gen, double(t.checksum), load_s, o.prompt / t.prefill_s,
+                o.gen / t.decode_s);
   } else {
     std::fprintf(stderr, "qwen3_bench rss: engine must be tempra or llama, got %s\n", engine.c_str());
     return 2;
@@ -288,7 +318,7 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr,
                "usage: qwen3_bench speed MODEL.gguf [--threads N] [--prompt N] [--gen N] [--reps N] [--ubatch N]\n"
-               "       qwen3_bench rss tempra|llama MODEL.gguf [--threads N] [--prompt N] [--gen N]\n"
+               "       qwen3_bench rss tempra|llama MODEL.gguf [--threads N] [--prompt N] [--gen N] [--moe-cache-mb N]\n"
                "       qwen3_bench tokenize MODEL.gguf TEXT_FILE [--reps N]\n");
   return 2;
 }

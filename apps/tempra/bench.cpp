@@ -237,7 +237,7 @@ nlohmann::json json_row(const ModelFacts& m, const std::string& backend, int thr
 }  // namespace
 
 cli::Command bench_command() {
-  return {
+  cli::Command c{
       .name = "bench",
       .summary = "Measure prefill and decode speed with llama-bench's flags and table (pp512, tg128, t/s).",
       .options =
@@ -304,6 +304,8 @@ cli::Command bench_command() {
                .metavar = "0|1"},
           },
   };
+  for (cli::Option& o : expert_stream_option_rows()) c.options.push_back(std::move(o));
+  return c;
 }
 
 int run_bench(const cli::Args& args) {
@@ -345,8 +347,10 @@ int run_bench(const cli::Args& args) {
   if (format == "md") table.header();
   std::mt19937_64 rng(1234);
   for (const std::string& path : args.strings("-m")) {
-    const io::GgufModel gguf = io::GgufModel::open(path);
-    const std::unique_ptr<llm::Model> model = llm::load_model(gguf);
+    const llm::LoadOptions options = load_options(args, path);
+    const io::GgufModel gguf = io::GgufModel::open(path, options.tensor_mapping());
+    const std::unique_ptr<llm::Model> model = llm::load_model(gguf, options);
+    report_expert_cache(*model);
     const ModelFacts facts = describe(path, gguf, model->info());
     for (int64_t t : threads) {
       ExecContext ctx({.threads = int(t)});

@@ -2,15 +2,21 @@
 // (outermost first, the reverse of ggml's ne); the JSON also carries ne as stored.
 #include "info.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "llm_cli.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
+#include "tempra/llm/model/expert_cache.h"
 
 namespace tempra::app {
 namespace {
@@ -100,6 +106,52 @@ nlohmann::json array_json(const GgufArray& a, size_t limit) {
 
 std::string shape_text(const Dims& d) { return to_string(d); }
 
+// The routed experts of a mixture-of-experts file (tensors named *_exps.weight, stacked
+// [n_expert, rows, cols]): what --moe-stream would stream and what stays resident.
+struct ExpertSummary {
+  int64_t layers = 0, experts = 0;
+  uint64_t total_bytes = 0, expert_bytes = 0, rest_bytes = 0;
+};
+
+ExpertSummary expert_summary(const GgufFile& f) {
+  ExpertSummary s;
+  std::set<std::string> layers;
+  std::map<std::string, uint64_t> widest;  // "ffn_gate", ... -> one expert's largest matrix over the layers
+  uint64_t all = 0;
+  for (const auto& t : f.tensors()) {
+    all += t.nbytes;
+    const std::string suffix = "_exps.weight";
+    if (t.name.size() <= suffix.size() || t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+        t.n_dims != 3 || t.ne[2] <= 0)
+      continue;
+    const size_t dot = t.name.rfind('.', t.name.size() - suffix.size());
+    s.experts = t.ne[2];
+    s.total_bytes += t.nbytes;
+    layers.insert(t.name.substr(0, dot + 1));
+    uint64_t& w = widest[t.name.substr(dot + 1, t.name.size() - suffix.size() - dot - 1)];
+    w = std::max(w, t.nbytes / uint64_t(t.ne[2]));
+  }
+  s.layers = int64_t(layers.size());
+  // The slot --moe-stream's cache gives one expert (expert_cache.h).
+  s.expert_bytes = llm::expert_slot_bytes(widest["ffn_gate"], widest["ffn_up"], widest["ffn_down"]);
+  s.rest_bytes = all - s.total_bytes;
+  return s;
+}
+
+void print_experts(const ExpertSummary& s) {
+  if (s.layers == 0) return;
+  const uint64_t available = available_memory();
+  std::cout << "experts: " << s.layers << " layers x " << s.experts << " experts, " << mib(s.total_bytes)
+            << " (one expert " << mib(s.expert_bytes) << "); the rest of the model " << mib(s.rest_bytes) << "\n";
+  if (available == 0) return;
+  std::cout << "memory available: " << mib(available) << ": "
+            << (s.total_bytes + s.rest_bytes <= available ? "the whole model fits"
+                                                          : "the whole model does not fit")
+            << "; --moe-stream keeps the rest resident and --moe-cache-mb N MiB of experts (25%: "
+            << mib(s.total_bytes / 4) << ", 50%: " << mib(s.total_bytes / 2) << ", 100%: " << mib(s.total_bytes)
+            << ")\n";
+}
+
 int print_json(const GgufFile& f) {
   nlohmann::json meta = nlohmann::json::array();
   for (const auto& [key, value] : f.metadata().entries()) {
@@ -124,10 +176,16 @@ int print_json(const GgufFile& f) {
                        {"offset", t.offset},
                        {"bytes", t.nbytes}});
   }
-  const nlohmann::json out{{"file", f.name()},          {"version", f.version()},
+  nlohmann::json out{{"file", f.name()},          {"version", f.version()},
                            {"alignment", f.alignment()}, {"data_offset", f.data_offset()},
                            {"file_size", f.file_size()}, {"metadata", meta},
                            {"tensors", tensors}};
+  if (const ExpertSummary e = expert_summary(f); e.layers > 0)
+    out["experts"] = {{"layers", e.layers},
+                      {"experts_per_layer", e.experts},
+                      {"bytes", e.total_bytes},
+                      {"expert_bytes", e.expert_bytes},
+                      {"rest_bytes", e.rest_bytes}};
   // Metadata strings need not be UTF-8: invalid bytes print as U+FFFD instead of throwing.
   std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   return 0;
@@ -138,7 +196,9 @@ int print_text(const GgufFile& f) {
             << "GGUF version: " << f.version() << "\n"
             << "alignment: " << f.alignment() << "\n"
             << "data offset: " << f.data_offset() << "\n"
-            << "file size: " << f.file_size() << "\n\n"
+            << "file size: " << f.file_size() << "\n";
+  print_experts(expert_summary(f));
+  std::cout << "\n"
             << "metadata (" << f.metadata().size() << " keys):\n";
   std::vector<std::pair<std::string, std::string>> rows;
   size_t key_width = 0, type_width = 0;

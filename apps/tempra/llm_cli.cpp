@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -17,6 +19,7 @@
 #include "tempra/core/timing.h"
 #include "tempra/llm/decode/grammar.h"
 #include "tempra/llm/decode/json_schema.h"
+#include "tempra/llm/model/expert_cache.h"
 
 namespace tempra::app {
 namespace {
@@ -33,13 +36,13 @@ std::string nonempty_string(const io::GgufMetadata& m, std::string_view key) {
 cli::Option model_option() {
   return {.spellings = {"-m", "--model"},
           .kind = Kind::String,
-          .help = "the Qwen3 .gguf model",
+          .help = "the .gguf model",
           .required = true,
           .metavar = "FILE"};
 }
 
 std::vector<cli::Option> session_option_rows() {
-  return {
+  std::vector<cli::Option> rows = {
       {.spellings = {"-c", "--ctx-size"},
        .kind = Kind::Int,
        .help = "context size in tokens; 0: the model's (capped at its context length)",
@@ -65,6 +68,28 @@ std::vector<cli::Option> session_option_rows() {
        .kind = Kind::String,
        .help = "on|off|auto: accepted for llama.cpp compatibility and ignored",
        .metavar = "MODE"},
+  };
+  for (cli::Option& o : expert_stream_option_rows()) rows.push_back(std::move(o));
+  return rows;
+}
+
+std::vector<cli::Option> expert_stream_option_rows() {
+  return {
+      {.spellings = {"--moe-stream"},
+       .kind = Kind::Flag,
+       .help = "mixture of experts: read routed experts from the file into a bounded cache (for models larger "
+               "than memory)"},
+      {.spellings = {"--moe-cache-mb"},
+       .kind = Kind::Int,
+       .help = "--moe-stream's expert cache in MiB; 0: half of the available memory",
+       .default_value = "0",
+       .metavar = "N"},
+      {.spellings = {"--moe-usage"},
+       .kind = Kind::String,
+       .help = "--moe-stream's expert usage histogram, kept across runs to pin the most used experts; "
+               "none: no file (default: under ~/.cache/tempra)",
+       .metavar = "FILE"},
+      {.spellings = {"--no-moe-prefetch"}, .kind = Kind::Flag, .help = "--moe-stream: do not read experts ahead"},
   };
 }
 
@@ -158,8 +183,9 @@ LoadedModel load_model(const cli::Args& args) {
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   if (tty) std::cerr << "loading " << path << " ..." << std::flush;
   const auto start = std::chrono::steady_clock::now();
-  io::GgufModel gguf = io::GgufModel::open(path);
-  std::unique_ptr<llm::Model> model = llm::load_model(gguf);
+  const llm::LoadOptions options = load_options(args, path);
+  io::GgufModel gguf = io::GgufModel::open(path, options.tensor_mapping());
+  std::unique_ptr<llm::Model> model = llm::load_model(gguf, options);
   llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
   const llm::ModelInfo& c = model->info();
   check(tokenizer.size() <= c.n_vocab, "model", path, ": the tokenizer has ", tokenizer.size(),
@@ -172,7 +198,75 @@ LoadedModel load_model(const cli::Args& args) {
                path.c_str(), c.architecture.c_str(), c.cache.n_layer, static_cast<long long>(c.n_embd),
                static_cast<long long>(c.n_head), static_cast<long long>(c.cache.n_head_kv), static_cast<long long>(c.n_vocab),
                static_cast<long long>(c.context_length), ms);
+  report_expert_cache(*model);
   return LoadedModel{std::move(gguf), std::move(model), std::move(tokenizer), std::move(chat_template)};
+}
+
+namespace {
+
+std::filesystem::path default_usage_file(const std::string& model_path) {
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::filesystem::path dir;
+  if (cache != nullptr && *cache != '\0')
+    dir = cache;
+  else if (home != nullptr && *home != '\0')
+    dir = std::filesystem::path(home) / ".cache";
+  else
+    return {};
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(model_path, ec);
+  return dir / "tempra" / "expert-usage" /
+         (std::filesystem::path(model_path).filename().string() + "-" + std::to_string(ec ? 0 : size) + ".json");
+}
+
+}  // namespace
+
+uint64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  uint64_t kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  return text;
+}
+
+llm::LoadOptions load_options(const cli::Args& args, const std::string& path) {
+  llm::LoadOptions o;
+  for (const char* flag : {"--moe-cache-mb", "--moe-usage", "--no-moe-prefetch"})
+    if (args.given(flag) && !args.flag("--moe-stream"))
+      throw cli::UsageError(std::string(flag) + " needs --moe-stream");
+  if (!args.flag("--moe-stream")) return o;
+  const int64_t mb = args.integer("--moe-cache-mb");
+  if (mb < 0 || mb > (int64_t{1} << 30)) throw cli::UsageError("--moe-cache-mb must be in [0, 2^30], got " + std::to_string(mb));
+  llm::ExpertStreaming s;
+  s.cache_bytes = mb > 0 ? uint64_t(mb) << 20 : available_memory() / 2;
+  if (s.cache_bytes == 0) throw cli::UsageError("--moe-cache-mb: the available memory cannot be read; give a size");
+  const std::string usage = args.given("--moe-usage") ? args.string("--moe-usage") : "";
+  if (args.given("--moe-usage") && usage.empty()) throw cli::UsageError("--moe-usage needs a file name (or none)");
+  s.usage_file = usage == "none" ? std::filesystem::path() : usage.empty() ? default_usage_file(path) : std::filesystem::path(usage);
+  s.prefetch = !args.flag("--no-moe-prefetch");
+  o.moe_stream = s;
+  return o;
+}
+
+void report_expert_cache(const llm::Model& model) {
+  const llm::ExpertCache* cache = model.expert_cache();
+  if (cache == nullptr) return;
+  const llm::ExpertCache::Stats s = cache->stats();
+  const uint64_t experts = cache->total_bytes() / cache->expert_bytes();
+  std::fprintf(stderr, "moe-stream: experts %s (%llu of %s); cache %s = %lld experts (%.0f%%), %lld pinned\n",
+               mib(cache->total_bytes()).c_str(), static_cast<unsigned long long>(experts),
+               mib(cache->expert_bytes()).c_str(), mib(uint64_t(s.slots) * cache->expert_bytes()).c_str(),
+               static_cast<long long>(s.slots), 100.0 * double(s.slots) / double(experts),
+               static_cast<long long>(s.pinned));
+  if (!cache->usage_note().empty()) std::fprintf(stderr, "note: %s\n", cache->usage_note().c_str());
 }
 
 llm::Tokenizer load_tokenizer(const std::string& path) {

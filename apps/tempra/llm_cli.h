@@ -31,8 +31,20 @@ namespace tempra::app {
 
 // -m/--model (required).
 cli::Option model_option();
-// -c -t -b --cache-type -ngl -fa: what a session needs.
+// -c -t -b --cache-type -ngl -fa: what a session needs, and the expert streaming rows.
 std::vector<cli::Option> session_option_rows();
+// --moe-stream --moe-cache-mb --moe-usage --no-moe-prefetch (llm/model/expert_cache.h).
+std::vector<cli::Option> expert_stream_option_rows();
+// What those rows ask for, for the model at `path`: no streaming without --moe-stream; the
+// budget defaults to half of MemAvailable; the usage file to
+// $XDG_CACHE_HOME (or ~/.cache)/tempra/expert-usage/<file name>-<size>.json ("none": no file).
+llm::LoadOptions load_options(const cli::Args& args, const std::string& path);
+// MemAvailable from /proc/meminfo in bytes (0 when it cannot be read).
+uint64_t available_memory();
+// "12.3 MiB".
+std::string mib(uint64_t bytes);
+// One line on stderr about a streaming model's expert cache (nothing for other models).
+void report_expert_cache(const llm::Model& model);
 // -s --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --presence-penalty
 // --frequency-penalty --stop -n.
 std::vector<cli::Option> sampling_option_rows();

@@ -487,6 +487,12 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
        "--grammar and --json-schema cannot be used together"},
       {{"generate", "-m", model, "-p", "x", "--draft-max", "40"}, 2, "--draft-max must be 1 ... 31"},
       {{"generate", "-m", model, "-p", "x", "--spec", "--no-spec"}, 2, "--spec and --no-spec contradict"},
+      {{"generate", "-m", model, "-p", "x", "--moe-cache-mb", "64"}, 2, "--moe-cache-mb needs --moe-stream"},
+      {{"generate", "-m", model, "-p", "x", "--moe-stream", "--moe-cache-mb", "-1"}, 2, "--moe-cache-mb must be in"},
+      {{"generate", "-m", model, "-p", "x", "--moe-stream", "--moe-cache-mb", "64"}, 1,
+       "architecture 'qwen3' has no routed experts to stream"},
+      {{"generate", "-m", corpus + "bad_truncated_data.gguf", "-p", "x", "--moe-stream"}, 1,
+       "extends past the end of the file"},
   };
   for (const auto& c : cases) {
     const Outcome r = tempra(c.args);
@@ -494,6 +500,36 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(r);
     EXPECT_EQ(r.out, "") << describe(r);
   }
+}
+
+// --moe-stream: a qwen3moe whose experts are streamed through a cache of a third of them prints
+// the resident run's text, says what it holds, and keeps the usage file it was given.
+TEST(TempraGenerate, moe_stream_prints_the_resident_runs_text) {
+  const fs::path path = scratch() / "moe.gguf";
+  SynthSpec spec = SynthSpec::qwen3moe_tiny();
+  spec.seed = 4;
+  write_synthetic_model(path, spec);
+  const fs::path usage = scratch() / "moe-usage.json";
+  const std::vector<std::string> run = {"generate", "-m", path.string(), "-p", kPrompt, "-n", "16", "--temp", "0"};
+  const Outcome resident = tempra(run);
+  ASSERT_EQ(resident.exit, 0) << describe(resident);
+  std::vector<std::string> streamed_run = run;
+  for (const char* a : {"--moe-stream", "--moe-cache-mb", "1", "--moe-usage"}) streamed_run.push_back(a);
+  streamed_run.push_back(usage.string());
+  const Outcome streamed = tempra(streamed_run);
+  ASSERT_EQ(streamed.exit, 0) << describe(streamed);
+  EXPECT_EQ(streamed.out, resident.out);
+  EXPECT_NE(resident.out, "");
+  EXPECT_TRUE(std::regex_search(streamed.err, std::regex("moe-stream: experts 3.0 MiB \\(16 of 0.2 MiB\\); cache 0.9 MiB "
+                                                         "= 5 experts \\(31%\\), 0 pinned")))
+      << streamed.err;
+  EXPECT_TRUE(fs::exists(usage));
+  const Outcome again = tempra(streamed_run);
+  EXPECT_EQ(again.out, resident.out);
+  EXPECT_NE(again.err.find("2 pinned"), std::string::npos) << again.err;
+  const Outcome info = tempra({"info", path.string()});
+  EXPECT_NE(info.out.find("experts: 2 layers x 8 experts, 3.0 MiB (one expert 0.2 MiB)"), std::string::npos)
+      << info.out;
 }
 
 // `tempra bench`: every combination of -p, -n and -d is a row, each with -r samples of the

@@ -235,3 +235,60 @@ TEST(GgufReader, rejects_a_directory) {
 
 }  // namespace
 }  // namespace tempra::io
+
+namespace tempra::io {
+namespace {
+
+// TensorMapping::per_tensor reads only the header, by a prefix it doubles until the parse needs
+// no more: a header of 3 MiB (three rounds) gives the metadata and tensors of the whole-file
+// parse, each tensor's bytes through its own mapping, and file_size() the file's.
+TEST(GgufReaderPerTensor, a_header_longer_than_the_first_read_parses_as_the_whole_file) {
+  const std::string long_text(3u << 20, 'x');
+  GgufBuilder b;
+  b.header(3, 2, 2).kv_string("general.architecture", "tiny").kv_string("tiny.notes", long_text);
+  b.tensor_info("a", {4}, 0, 0).tensor_info("b", {3, 2}, 0, 32).pad();
+  for (int i = 0; i < 8; ++i) b.f32(float(i) + 0.5f);
+  for (int i = 0; i < 6; ++i) b.f32(float(-i));
+  const auto path = write_temp("gguf_per_tensor_long_header", b.bytes());
+  const GgufFile whole = GgufFile::open(path), each = GgufFile::open(path, TensorMapping::per_tensor);
+  EXPECT_EQ(each.file_size(), b.size());
+  EXPECT_EQ(each.data_offset(), whole.data_offset());
+  EXPECT_EQ(each.metadata().get<std::string>("tiny.notes"), long_text);
+  ASSERT_EQ(each.tensors().size(), 2u);
+  for (const char* name : {"a", "b"}) {
+    const Array x = whole.tensor(name), y = each.tensor(name);
+    ASSERT_EQ(x.shape(), y.shape());
+    EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0) << name;
+  }
+  std::filesystem::remove(path);
+}
+
+// Every corrupt file of the corpus fails the same way in both modes (the same parser; only the
+// bytes at hand differ), and every good one parses.
+TEST(GgufReaderPerTensor, the_corpus_gives_the_same_verdicts_in_both_modes) {
+  for (const auto& c : testing::good_cases()) {
+    const auto path = write_temp("gguf_per_tensor_good", c.bytes);
+    EXPECT_NO_THROW(GgufFile::open(path, TensorMapping::per_tensor)) << c.name;
+    std::filesystem::remove(path);
+  }
+  for (const auto& c : testing::corrupt_cases()) {
+    const auto path = write_temp("gguf_per_tensor_bad", c.bytes);
+    std::string whole_error, each_error;
+    try {
+      GgufFile::open(path);
+    } catch (const Error& e) {
+      whole_error = e.what();
+    }
+    try {
+      GgufFile::open(path, TensorMapping::per_tensor);
+    } catch (const Error& e) {
+      each_error = e.what();
+    }
+    EXPECT_NE(each_error, "") << c.name;
+    EXPECT_EQ(each_error, whole_error) << c.name;
+    std::filesystem::remove(path);
+  }
+}
+
+}  // namespace
+}  // namespace tempra::io

@@ -73,18 +73,43 @@ PositionCheck check_position(const float* ref, const float* got, size_t n) {
   return {.cosine = dot / std::sqrt(rr * gg), .clear = clear_margin(ref, n), .top1_equal = argmax(ref, n) == argmax(got, n)};
 }
 
-// The first position of `ids` whose routing margin (DecoderBuffers::moe_margin, from one pass
-// over all of them) is below `near_tie`; ids.size() when none is, or the model has no experts.
-int first_routing_tie(ExecContext& ctx, const DecoderModel& model, const std::vector<int32_t>& ids, double near_tie) {
+// The first position of `ids` that llama.cpp (`routes`, captured from one decode of all of them)
+// routes to other experts than tempra does in some layer, from one tempra pass over all of them;
+// ids.size() when they agree everywhere. A disagreement where tempra's choice was clear (margin
+// at least `near_tie`) fails the test: routing there is a bug, not rounding.
+int first_routing_difference(ExecContext& ctx, const DecoderModel& model, const std::vector<int32_t>& ids,
+                             const std::map<int, Llama::Routes>& routes, double near_tie, const std::string& label) {
   const auto n = int64_t(ids.size());
-  if (near_tie <= 0 || model.config().n_expert == 0) return int(n);
+  const int64_t used = model.config().n_expert_used;
   KvCache cache = model.make_cache(ctx, n, KvCacheType::f16);
   const auto buffers = model.make_buffers(ctx, n, 1, n);
   const SequenceRows seq{&cache, ids, 1};
   model.forward(ctx, std::span<const SequenceRows>(&seq, 1), *buffers);
-  const std::vector<float>& margins = dynamic_cast<const DecoderBuffers&>(*buffers).moe_margin;
-  for (int64_t i = 0; i < n; ++i)
-    if (margins[size_t(i)] < near_tie) return int(i);
+  const auto& b = dynamic_cast<const DecoderBuffers&>(*buffers);
+  EXPECT_EQ(routes.size(), size_t(model.config().n_layer)) << label << ": llama.cpp's routes of every layer";
+  for (int64_t i = 0; i < n; ++i) {
+    for (const auto& [layer, theirs] : routes) {
+      EXPECT_EQ(theirs.used, used) << label;
+      EXPECT_EQ(int64_t(theirs.experts.size()), n * used) << label << ": llama.cpp's routes of layer " << layer;
+      if (theirs.used != used || int64_t(theirs.experts.size()) != n * used) return 0;
+      std::vector<int32_t> a(theirs.experts.begin() + i * used, theirs.experts.begin() + (i + 1) * used);
+      const size_t at = size_t(layer) * size_t(n) + size_t(i);
+      std::vector<int32_t> ours(b.moe_routes.begin() + ptrdiff_t(at) * used, b.moe_routes.begin() + ptrdiff_t(at + 1) * used);
+      std::sort(a.begin(), a.end());
+      std::sort(ours.begin(), ours.end());
+      if (a == ours) continue;
+      const float margin = b.moe_margins[at];
+      std::printf("[oracle] %s prompt %3lld: position %lld, layer %d: llama.cpp chose experts", label.c_str(),
+                  static_cast<long long>(n), static_cast<long long>(i), layer);
+      for (int32_t e : a) std::printf(" %d", e);
+      std::printf(", tempra");
+      for (int32_t e : ours) std::printf(" %d", e);
+      std::printf(" (tempra's margin %.2e)\n", double(margin));
+      EXPECT_LT(margin, near_tie) << label << ": position " << i << ", layer " << layer
+                                  << ": llama.cpp chose other experts where tempra's choice was clear";
+      return int(i);
+    }
+  }
   return int(n);
 }
 
@@ -110,6 +135,10 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
   Figures figures;
   std::unique_ptr<Llama> llama_without_fa;
   if (criteria.oracle_noise_floor) llama_without_fa = std::make_unique<Llama>(path, LLAMA_FLASH_ATTN_TYPE_DISABLED);
+  // The routes come from a second context, so observing its graph cannot touch the logits'.
+  std::unique_ptr<Llama> llama_routes;
+  if (criteria.router_near_tie > 0 && model.config().n_expert > 0)
+    llama_routes = std::make_unique<Llama>(path, LLAMA_FLASH_ATTN_TYPE_AUTO, true);
   for (int n : prompt_lengths) {
     const std::vector<int32_t> ids = prompt_tokens(tokenizer, n);
     llama.clear();
@@ -134,11 +163,18 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
     EXPECT_EQ(got.shape(), (Dims{n, static_cast<int64_t>(n_vocab)}));
     const float* g = got.data<float>();
     double min_cosine = 1;
-    const int first_tie = first_routing_tie(ctx, model, ids, criteria.router_near_tie);
+    int first_difference = n;
+    if (llama_routes) {
+      llama_routes->clear();
+      llama_routes->decode(ids, 0);
+      first_difference =
+          first_routing_difference(ctx, model, ids, llama_routes->routes(), criteria.router_near_tie, label);
+    }
     for (int i = 0; i < n; ++i) {
-      if (i >= first_tie) {
+      if (i >= first_difference) {
         figures.after_routing_tie += n - i;
-        std::printf("[oracle] %s prompt %3d: routing near-tie at position %d; the %d positions from it are not held\n",
+        std::printf("[oracle] %s prompt %3d: the engines route position %d differently; the %d positions from it "
+                    "are not held\n",
                     label.c_str(), n, i, n - i);
         break;
       }
@@ -182,11 +218,18 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
     }
     int match = 0;
     while (match < kGreedySteps && ref_tokens[size_t(match)] == got_tokens[size_t(match)]) ++match;
-    // A routing near-tie on llama.cpp's path (prompt and its tokens) ends the steps held.
-    std::vector<int32_t> path_ids = ids;
-    path_ids.insert(path_ids.end(), ref_tokens.begin(), ref_tokens.end());
-    const int tie = first_routing_tie(ctx, model, path_ids, criteria.router_near_tie);
-    if (tie < int(path_ids.size())) first_unclear = std::min(first_unclear, std::max(0, tie - int(ids.size()) + 1));
+    // Where the engines route llama.cpp's path (prompt and its tokens) differently, the steps
+    // held end.
+    if (llama_routes) {
+      std::vector<int32_t> path_ids = ids;
+      path_ids.insert(path_ids.end(), ref_tokens.begin(), ref_tokens.end());
+      llama_routes->clear();
+      llama_routes->decode(path_ids, 0);
+      const int differ =
+          first_routing_difference(ctx, model, path_ids, llama_routes->routes(), criteria.router_near_tie, label);
+      if (differ < int(path_ids.size()))
+        first_unclear = std::min(first_unclear, std::max(0, differ - int(ids.size()) + 1));
+    }
     figures.greedy_match = match;
     figures.greedy_clear_steps = first_unclear;
     EXPECT_GE(match, first_unclear) << label << ": greedy generation differs at step " << match
@@ -200,12 +243,13 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
   if (figures.greedy_match >= 0)
     std::printf("  greedy %d/%d identical (first near-tie at step %d)", figures.greedy_match, kGreedySteps,
                 figures.greedy_clear_steps);
-  if (figures.after_routing_tie > 0) std::printf("  %d positions after routing near-ties", figures.after_routing_tie);
+  if (figures.after_routing_tie > 0)
+    std::printf("  %d positions after a routing difference", figures.after_routing_tie);
   std::printf("  (%.1f s)\n", seconds);
   std::fflush(stdout);
   EXPECT_GE(figures.agreement(), criteria.min_top1_agreement) << label;
   EXPECT_GE(figures.positions, criteria.min_held_positions)
-      << label << ": too few positions were held to the criteria (the rest followed routing near-ties)";
+      << label << ": too few positions were held to the criteria (the rest followed a routing difference)";
   if (criteria.greedy)
     EXPECT_GT(figures.greedy_clear_steps, 0) << label << ": no greedy step was held (a near-tie came first)";
   return figures;

@@ -24,7 +24,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,9 @@ std::vector<int32_t> prompt_tokens(const Tokenizer& tokenizer, int n);
 // attention as llama.cpp chooses it (auto: on, for its CPU backend) or as `flash_attention` says.
 class Llama {
  public:
-  explicit Llama(const std::filesystem::path& path, llama_flash_attn_type flash_attention = LLAMA_FLASH_ATTN_TYPE_AUTO) {
+  // capture_routes: keep each MoE layer's chosen experts of the last decode (routes()).
+  explicit Llama(const std::filesystem::path& path, llama_flash_attn_type flash_attention = LLAMA_FLASH_ATTN_TYPE_AUTO,
+                 bool capture_routes = false) {
     testing::init_llama();
     testing::last_llama_error().clear();
     model_ = llama_model_load_from_file(path.c_str(), llama_model_default_params());
@@ -66,6 +70,10 @@ class Llama {
     params.type_k = GGML_TYPE_F16;
     params.type_v = GGML_TYPE_F16;
     params.no_perf = true;
+    if (capture_routes) {
+      params.cb_eval = &Llama::observe;
+      params.cb_eval_user_data = this;
+    }
     ctx_ = llama_init_from_model(model_, params);
     if (ctx_ == nullptr) throw Error("llama.cpp cannot make a context for " + path.string());
     n_vocab_ = llama_vocab_n_tokens(llama_model_get_vocab(model_));
@@ -91,6 +99,7 @@ class Llama {
   // Appends `ids` at positions pos0 ... and returns the logits of every one, [n, n_vocab].
   std::vector<float> decode(const std::vector<int32_t>& ids, int32_t pos0) {
     const auto n = static_cast<int32_t>(ids.size());
+    routes_.clear();
     llama_batch batch = llama_batch_init(n, 0, 1);
     for (int32_t i = 0; i < n; ++i) {
       batch.token[i] = ids[static_cast<size_t>(i)];
@@ -112,7 +121,33 @@ class Llama {
   }
   llama_context* context() { return ctx_; }
 
+  // With capture_routes: per MoE layer, the experts llama.cpp chose for each token of the last
+  // decode (its ffn_moe_topk-<layer> tensor: [tokens][n_expert_used], in no promised order).
+  struct Routes {
+    int64_t used = 0;
+    std::vector<int32_t> experts;
+  };
+  const std::map<int, Routes>& routes() const { return routes_; }
+
  private:
+  // The scheduler's eval callback: asks for the ffn_moe_topk tensors only, and copies them.
+  static bool observe(ggml_tensor* t, bool ask, void* user) {
+    constexpr std::string_view prefix = "ffn_moe_topk-";
+    if (std::string_view(t->name).substr(0, prefix.size()) != prefix) return !ask;
+    if (ask) return true;
+    // A view of the argsort's rows (ggml_argsort_top_k): read its extent, then each row's
+    // first ne[0] entries at its stride.
+    std::vector<std::byte> bytes(ggml_nbytes(t));
+    ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
+    Routes& r = static_cast<Llama*>(user)->routes_[std::atoi(t->name + prefix.size())];
+    r.used = t->ne[0];
+    r.experts.resize(size_t(t->ne[0] * t->ne[1]));
+    for (int64_t row = 0; row < t->ne[1]; ++row)
+      for (int64_t k = 0; k < t->ne[0]; ++k)
+        std::memcpy(&r.experts[size_t(row * t->ne[0] + k)], bytes.data() + row * t->nb[1] + k * t->nb[0], sizeof(int32_t));
+    return true;
+  }
+  std::map<int, Routes> routes_;
   llama_model* model_ = nullptr;
   llama_context* ctx_ = nullptr;
   int32_t n_vocab_ = 0;
@@ -158,10 +193,12 @@ struct Criteria {
   bool oracle_noise_floor = false;
   // llama.cpp's roundings (see the header), unless a case holds the default (standard) numerics.
   Numerics numerics = Numerics::ggml;
-  // Mixtures of experts: a token whose routing margin (DecoderBuffers::moe_margin) falls below
-  // this may be routed differently by an engine that rounds differently, and every later
-  // position of its sequence attends to it; those positions are counted, not held to the
-  // criteria, as greedy steps after a near-tie are. 0: every position is held.
+  // Mixtures of experts (> 0): the experts each engine chooses for each token in each layer are
+  // compared (llama.cpp's captured from its graph). From the first token the engines route
+  // differently, every later position of the sequence attends to it: those positions are
+  // counted, not held to the criteria, as greedy steps after a near-tie are. That first
+  // disagreement must be a near-tie: tempra's margin there (DecoderBuffers::moe_margins) below
+  // this, a choice that rounding may turn; a disagreement at a clear choice fails the test.
   double router_near_tie = 0;
   // The fewest positions that must be held (after any near-tie) for the comparison to count.
   int min_held_positions = 1;

@@ -23,7 +23,9 @@
 #include "apps/qwen3_fixture.h"
 #include "quantize.h"
 #include "support/files.h"
+#include "tempra/llm/model/expert_cache.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/runtime/session.h"
 
 namespace {
@@ -130,6 +132,39 @@ TEST(Qwen3Decode, allocates_nothing_after_warm_up) {
     for (Backend backend : {Backend::scalar, Backend::native})
       for (KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0})
         expect_allocation_free_decode(c, backend, cache_type);
+}
+
+// A mixture of experts decodes without allocating too, resident or streamed (--moe-stream): a
+// cache of three experts misses in every step once warm, and a miss reads into a slot's
+// existing buffer and moves its LRU node, so nothing is allocated once every slot is filled.
+TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
+  const fs::path path = scratch_dir() / "moe.gguf";
+  if (!fs::exists(path)) {
+    SynthSpec spec = SynthSpec::qwen3moe_tiny();
+    spec.seed = 9;
+    write_synthetic_model(path, spec);
+  }
+  const uint64_t one =
+      load_model(path, {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40}})->expert_cache()->expert_bytes();
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "resident");
+    LoadOptions options;
+    if (stream) options.moe_stream = ExpertStreaming{.cache_bytes = 3 * one};
+    const std::unique_ptr<Model> model = load_model(path, options);
+    ExecContext ctx({.threads = 2});
+    Session session(ctx, *model, {.context = 64});
+    session.prefill(ctx, std::vector<int32_t>{3, 141, 59, 26, 5, 358, 97});
+    int32_t token = 1;
+    session.decode(ctx, token);
+    const uint64_t misses_before = stream ? model->expert_cache()->stats().misses : 0;
+    const int64_t allocations_before = g_allocations.load();
+    for (int step = 0; step < 8; ++step) {
+      const std::span<const float> logits = session.decode(ctx, token);
+      token = int32_t(std::abs(int64_t(logits[0] * 1000)) % 500);
+    }
+    EXPECT_EQ(g_allocations.load() - allocations_before, 0) << "operator new calls during 8 decode steps";
+    if (stream) EXPECT_GT(model->expert_cache()->stats().misses, misses_before) << "the steps missed the cache";
+  }
 }
 
 // The session default is llama.cpp's: an f16 cache.

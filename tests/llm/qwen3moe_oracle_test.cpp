@@ -19,6 +19,7 @@
 #include "support/llama_oracle.h"
 #include "tempra/core/error.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/llm/model/expert_cache.h"
 #include "tempra/llm/model/model.h"
 #include "tempra/llm/model/qwen3moe.h"
 #include "tempra/llm/model/synth.h"
@@ -63,24 +64,29 @@ fs::path tiny_model(const std::string& format) {
 }
 
 // A mixture of experts routes each token by a discrete choice: where the last chosen expert
-// leads the best one left out by less than the two engines' rounding noise, llama.cpp may
-// choose otherwise, and from there its logits legitimately differ (measured: the F16 model's
-// 512-token prompt, position 71, layer 0 leads by 6.3e-4 relative and llama.cpp routes it the
-// other way, cosine 0.63 there). The criteria are the dense ones, with the positions from a
-// near-tie (a lead under 2e-3, about four f16 roundings) on not held, counted and printed; at
-// least 64 positions must be held. F32 holds every position and its greedy tokens. The others
-// have a near-tie inside the 64-token prompt, so no greedy step could be held: they run without
-// the greedy criterion. There is no BF16 case: bf16 keeps 3 fewer bits than f16, and this
-// router's first near-tie at a bound scaled to that (8x) comes at position 2 (measured; llama.cpp's
-// own flash-attention on/off runs already route differently, min cosine 0.867), so nothing would
-// be held.
-constexpr double kNearTie = 2e-3;
+// leads the best one left out by less than the two engines' difference, llama.cpp may choose
+// otherwise, and from there its logits legitimately differ (cosine 0.90 at the position routed
+// otherwise, measured). So the harness captures llama.cpp's chosen experts from its graph and
+// holds every position up to the first one either engine routes differently in any layer; that
+// first difference must be a near-tie, tempra's margin there under router_near_tie, or the test
+// fails. The bound is the relative deviation the case's cosine floor already admits,
+// sqrt(2 (1 - min_cosine)): 4.5e-3 for the float types, 4.5e-2 for Q8_0, 6.3e-2 for Q4_K_M.
+// Measured differences (AMD EPYC Zen 4 guest, libllama's zen4 CPU variant): F16 position 222 of
+// the 512-token prompt (layer 1, margin 3.6e-4), Q8_0 position 144 (1.0e-2), Q4_K_M position 87
+// (8.6e-3): the quantized types round activations to Q8_0/Q8_K, whose steps move a router's
+// inputs by far more than f16's. On the Intel guest of session 9 (libllama's sapphirerapids
+// variant) none of these differed before position 128. At least 64 positions must be held.
+// F32 holds every position and its greedy tokens. The others differ inside the 64-token
+// prompt's greedy path, so no greedy step could be held: they run without the greedy criterion.
+// There is no BF16 case: bf16 keeps 3 fewer bits than f16, and this router's first near-tie at
+// a bound scaled to that (8x) comes at position 2 (measured; llama.cpp's own flash-attention
+// on/off runs already route differently, min cosine 0.867), so nothing would be held.
 constexpr Criteria kFloatMoe{.min_cosine = 0.99999, .min_top1_agreement = 1.0, .greedy = false,
-                             .router_near_tie = kNearTie, .min_held_positions = 64};
+                             .router_near_tie = 4.5e-3, .min_held_positions = 64};
 constexpr Criteria kQ8_0Moe{.min_cosine = 0.999, .min_top1_agreement = 0.90, .greedy = false,
-                            .router_near_tie = kNearTie, .min_held_positions = 64};
+                            .router_near_tie = 4.5e-2, .min_held_positions = 64};
 constexpr Criteria kLowBitMoe{.min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false,
-                              .router_near_tie = kNearTie, .min_held_positions = 64};
+                              .router_near_tie = 6.3e-2, .min_held_positions = 64};
 
 TEST(Qwen3MoeOracle, f32_logits_and_greedy_tokens_match_llama_cpp) {
   compare("qwen3moe-F32", tiny_model("F32"), kPrompts, kFloat);
@@ -93,6 +99,28 @@ TEST(Qwen3MoeOracle, q8_0_logits_match_llama_cpp_up_to_routing_near_ties) {
 }
 TEST(Qwen3MoeOracle, q4_k_m_logits_match_llama_cpp_up_to_routing_near_ties) {
   compare("qwen3moe-Q4_K_M", tiny_model("Q4_K_M"), kPrompts, kLowBitMoe);
+}
+
+// Expert streaming on llama.cpp's own Q4_K_M (its experts mix Q4_K and Q6_K by layer, so the
+// slots hold different types in turn): a prompt in one pass and decode steps through a cache of
+// three experts give the resident model's logits bit for bit (tests/llm/expert_stream_test.cpp
+// has the float types and the cache's policy).
+TEST(Qwen3MoeOracle, q4_k_m_streamed_experts_equal_the_resident_bits) {
+  const fs::path path = tiny_model("Q4_K_M");
+  const auto resident = load_model(path);
+  const auto probe = load_model(path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40}});
+  const auto streamed = load_model(
+      path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = 3 * probe->expert_cache()->expert_bytes()}});
+  ExecContext ctx({.threads = 2});
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 48; ++i) prompt.push_back(int32_t(9 + 13 * i));
+  KvCache a = resident->make_cache(ctx, 64, KvCacheType::f16), b = streamed->make_cache(ctx, 64, KvCacheType::f16);
+  for (int step = 0; step < 8; ++step) {
+    const std::span<const int32_t> ids = step == 0 ? std::span<const int32_t>(prompt) : std::span(prompt).subspan(size_t(40 + step), 1);
+    const Array x = resident->forward(ctx, ids, a), y = streamed->forward(ctx, ids, b);
+    ASSERT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0) << "step " << step;
+  }
+  EXPECT_GT(streamed->expert_cache()->stats().misses, 0u);
 }
 
 // Three sequences in one batch (a 40-token prompt, a 9-token one, a decode step after 5) give the

@@ -50,9 +50,9 @@ std::filesystem::path gguf_shard_path(const std::filesystem::path& first, int in
   return m[1].str() + suffix;
 }
 
-GgufModel GgufModel::open(const std::filesystem::path& path) {
+GgufModel GgufModel::open(const std::filesystem::path& path, TensorMapping mapping) {
   GgufModel model;
-  model.shards_.push_back(GgufFile::open(path));
+  model.shards_.push_back(GgufFile::open(path, mapping));
   if (model.shards_.front().metadata().contains("split.count")) {
     const GgufFile& first = model.shards_.front();
     const int64_t count = split_field(first, "split.count");
@@ -63,7 +63,7 @@ GgufModel GgufModel::open(const std::filesystem::path& path) {
     model.shards_.reserve(static_cast<size_t>(count));  // `first` is not used past this point
     for (int64_t i = 1; i < count; ++i) {
       const std::filesystem::path shard_path = gguf_shard_path(path, static_cast<int>(i), static_cast<int>(count));
-      model.shards_.push_back(GgufFile::open(shard_path));
+      model.shards_.push_back(GgufFile::open(shard_path, mapping));
       const GgufFile& shard = model.shards_.back();
       if (split_field(shard, "split.count") != count || split_field(shard, "split.no") != i)
         fail("gguf", shard.name(), ": split.no/split.count are ", split_field(shard, "split.no"), "/",
@@ -99,6 +99,14 @@ Array GgufModel::tensor(std::string_view name) const {
   auto it = index_.find(name);
   check(it != index_.end(), "gguf", shards_.front().name(), ": no tensor named '", name, "'");
   return shards_[it->second.shard].tensor(it->second.index);
+}
+
+GgufModel::TensorSource GgufModel::tensor_source(std::string_view name) const {
+  auto it = index_.find(name);
+  check(it != index_.end(), "gguf", shards_.front().name(), ": no tensor named '", name, "'");
+  const GgufFile& shard = shards_[it->second.shard];
+  check(shard.source() != nullptr, "gguf", shard.name(), ": tensor '", name, "' has no file to read from");
+  return TensorSource{shard.source(), shard.tensor_offset(it->second.index), shard.tensors()[it->second.index].nbytes};
 }
 
 }  // namespace tempra::io

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,7 +27,8 @@ std::filesystem::path gguf_shard_path(const std::filesystem::path& first, int in
 
 class GgufModel {
  public:
-  static GgufModel open(const std::filesystem::path& path);
+  // Opens every shard with `mapping` (gguf_reader.h).
+  static GgufModel open(const std::filesystem::path& path, TensorMapping mapping = TensorMapping::whole_file);
 
   const GgufMetadata& metadata() const { return shards_.front().metadata(); }
   const std::vector<GgufFile>& shards() const { return shards_; }
@@ -40,6 +42,13 @@ class GgufModel {
   const GgufTensorInfo& info(const Location& at) const { return shards_[at.shard].tensors()[at.index]; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
   Array tensor(std::string_view name) const;  // zero-copy; throws if absent
+  // The open file that holds `name` and where its bytes lie in it, for reads by offset; throws
+  // if absent or if the shard was parsed from memory.
+  struct TensorSource {
+    std::shared_ptr<ReadableFile> file;
+    uint64_t offset = 0, nbytes = 0;
+  };
+  TensorSource tensor_source(std::string_view name) const;
 
  private:
   std::vector<GgufFile> shards_;

@@ -37,14 +37,23 @@ size_t fixed_size(GgufType t) {
   return 1;
 }
 
+// Thrown by Cursor when a read runs past the bytes at hand but not past the file: the header is
+// longer than the prefix read so far (GgufFile::open with TensorMapping::per_tensor reads more).
+struct HeaderIncomplete {
+  uint64_t needed;  // the offset the parser wanted to reach
+};
+
 // Reads little-endian fields from the file, failing (never reading past the end) with the file
-// name, the field and the offset when the bytes run out.
+// name, the field and the offset when the bytes run out. `bytes` may be a prefix of a file of
+// `file_size` bytes: counts and lengths are judged against the file, and a read past the prefix
+// that the file could satisfy throws HeaderIncomplete.
 class Cursor {
  public:
-  Cursor(std::span<const std::byte> bytes, const std::string& file) : bytes_(bytes), file_(file) {}
+  Cursor(std::span<const std::byte> bytes, uint64_t file_size, const std::string& file)
+      : bytes_(bytes), file_size_(file_size), file_(file) {}
 
   size_t pos() const { return pos_; }
-  size_t remaining() const { return bytes_.size() - pos_; }
+  uint64_t remaining() const { return file_size_ - pos_; }
 
   template <class... Parts>
   [[noreturn]] void fail_at(const Parts&... parts) const {
@@ -54,6 +63,7 @@ class Cursor {
   void need(uint64_t n, std::string_view what) const {
     if (n > remaining())
       fail_at("truncated: ", what, " needs ", n, " bytes at offset ", pos_, ", only ", remaining(), " left");
+    if (n > bytes_.size() - pos_) throw HeaderIncomplete{pos_ + n};
   }
   template <class T>
   T read(std::string_view what) {
@@ -68,12 +78,14 @@ class Cursor {
     if (length > remaining())
       fail_at(what, " has length ", length, " at offset ", pos_ - 8, ", past the end of the file (", remaining(),
               " bytes left)");
+    need(length, what);
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), static_cast<size_t>(length));
     pos_ += static_cast<size_t>(length);
     return s;
   }
   template <class T>
   void read_into(std::vector<T>& out, uint64_t n) {  // caller has checked n * sizeof(T) <= remaining
+    need(n * sizeof(T), "an array");
     out.resize(static_cast<size_t>(n));
     if (n == 0) return;  // an empty vector's data() may be null, which memcpy must not see
     std::memcpy(out.data(), bytes_.data() + pos_, static_cast<size_t>(n) * sizeof(T));
@@ -82,13 +94,15 @@ class Cursor {
 
  private:
   std::span<const std::byte> bytes_;
+  uint64_t file_size_;
   const std::string& file_;
   size_t pos_ = 0;
 };
 
 class Parser {
  public:
-  Parser(std::span<const std::byte> bytes, const std::string& file) : in_(bytes, file) {}
+  Parser(std::span<const std::byte> bytes, uint64_t file_size, const std::string& file)
+      : in_(bytes, file_size, file) {}
 
   void header(uint32_t& version, uint64_t& n_tensors, uint64_t& n_kv);
   GgufValue value(GgufType type, const std::string& key, int depth);
@@ -309,19 +323,54 @@ int64_t GgufTensorInfo::numel() const {
   return n;
 }
 
-GgufFile GgufFile::open(const std::filesystem::path& path) {
-  std::shared_ptr<MappedFile> mapping = MappedFile::open(path);
-  mapping->will_need(0, 1 << 20);  // the header is parsed now; tensor pages load when touched
-  const std::span<const std::byte> bytes = mapping->bytes();
-  return parse(bytes, path.string(), std::move(mapping));
+GgufFile GgufFile::open(const std::filesystem::path& path, TensorMapping mapping) {
+  std::shared_ptr<ReadableFile> source = ReadableFile::open(path);
+  if (mapping == TensorMapping::whole_file) {
+    std::shared_ptr<MappedFile> whole = MappedFile::open(path);
+    whole->will_need(0, 1 << 20);  // the header is parsed now; tensor pages load when touched
+    const std::span<const std::byte> bytes = whole->bytes();
+    GgufFile file = parse_prefix(bytes, bytes.size(), path.string(), std::move(whole));
+    file.source_ = std::move(source);
+    return file;
+  }
+  // Only the header is read; each tensor is mapped when asked for. The header's length is known
+  // only once it is parsed, so read a prefix and double it until the parse needs no more.
+  // A header larger than any real model's (tokenizers of 262k tokens take ~10 MiB) is refused
+  // before a buffer of its size is made.
+  constexpr uint64_t kMaxHeader = uint64_t{256} << 20;
+  uint64_t length = std::min<uint64_t>(source->size(), uint64_t{1} << 20);
+  for (;;) {
+    auto header = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(length));
+    source->read(0, *header);
+    try {
+      GgufFile file = parse_prefix(*header, source->size(), path.string(), header);
+      file.source_ = std::move(source);
+      return file;
+    } catch (const HeaderIncomplete& more) {
+      if (more.needed > kMaxHeader)
+        fail("gguf", path.string(), ": the header runs past ", kMaxHeader >> 20, " MiB (to offset ", more.needed,
+             "); files opened with their tensors mapped one at a time take headers up to that size");
+      length = std::min({source->size(), std::max(length * 2, more.needed), kMaxHeader});
+    }
+  }
 }
 
 GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name, std::shared_ptr<const void> owner) {
+  try {
+    return parse_prefix(bytes, bytes.size(), std::move(name), std::move(owner));
+  } catch (const HeaderIncomplete&) {
+    fail("gguf: unreachable: a whole file's parse asked for more bytes");
+  }
+}
+
+GgufFile GgufFile::parse_prefix(std::span<const std::byte> bytes, uint64_t file_size, std::string name,
+                                std::shared_ptr<const void> owner) {
   GgufFile file;
   file.name_ = std::move(name);
   file.bytes_ = bytes;
+  file.file_size_ = file_size;
   file.owner_ = std::move(owner);
-  Parser parser(bytes, file.name_);
+  Parser parser(bytes, file_size, file.name_);
   Cursor& in = parser.in();
 
   uint64_t n_tensors = 0, n_kv = 0;
@@ -350,7 +399,7 @@ GgufFile GgufFile::parse(std::span<const std::byte> bytes, std::string name, std
   // The data section starts at the next multiple of the alignment (at most alignment - 1 bytes on).
   const uint64_t end_of_infos = in.pos();
   file.data_offset_ = (end_of_infos + file.alignment_ - 1) / file.alignment_ * file.alignment_;
-  const uint64_t size = bytes.size();
+  const uint64_t size = file_size;
   if (!file.tensors_.empty() && file.data_offset_ > size)
     in.fail_at("truncated: the data section would start at offset ", file.data_offset_, ", past the end (", size,
                " bytes)");
@@ -384,20 +433,38 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
-std::span<const std::byte> GgufFile::tensor_bytes(size_t index) const {
+const GgufTensorInfo& GgufFile::checked_info(size_t index) const {
   check(index < tensors_.size(), "gguf", name_, ": tensor index ", index, " out of range (", tensors_.size(),
         " tensors)");
-  const GgufTensorInfo& t = tensors_[index];
+  return tensors_[index];
+}
+
+uint64_t GgufFile::tensor_offset(size_t index) const { return data_offset_ + checked_info(index).offset; }
+
+bool GgufFile::in_memory(const GgufTensorInfo& t) const { return data_offset_ + t.offset + t.nbytes <= bytes_.size(); }
+
+std::span<const std::byte> GgufFile::tensor_bytes(size_t index) const {
+  const GgufTensorInfo& t = checked_info(index);
+  check(in_memory(t), "gguf", name_, ": tensor '", t.name,
+        "' is not in memory (the file was opened with its tensors mapped one at a time)");
   return bytes_.subspan(static_cast<size_t>(data_offset_ + t.offset), static_cast<size_t>(t.nbytes));
 }
 
 Array GgufFile::tensor(size_t index) const {
+  const GgufTensorInfo& t = checked_info(index);
+  const Dims shape = t.shape();
+  if (t.nbytes == 0) return Array(Storage::allocate(0, nullptr), t.dtype, shape, contiguous_strides(shape), 0);
+  if (!in_memory(t) && source_ != nullptr) {
+    // TensorMapping::per_tensor: this tensor's own mapping, released with its last view.
+    std::shared_ptr<MappedFile> mapping = source_->map(tensor_offset(index), static_cast<size_t>(t.nbytes));
+    std::byte* data = mapping->data();
+    auto storage = Storage::borrow(data, static_cast<size_t>(t.nbytes), std::move(mapping));
+    return Array(std::move(storage), t.dtype, shape, contiguous_strides(shape), 0);
+  }
   const std::span<const std::byte> data = tensor_bytes(index);
-  const GgufTensorInfo& t = tensors_[index];
   check(owner_ != nullptr, "gguf", name_, ": tensors need an owner that keeps the bytes alive");
   // The mapping is copy-on-write (mapped_file.h), so a writable pointer is safe to hand out.
   auto storage = Storage::borrow(const_cast<std::byte*>(data.data()), data.size(), owner_);
-  const Dims shape = t.shape();
   return Array(std::move(storage), t.dtype, shape, contiguous_strides(shape), 0);
 }
 

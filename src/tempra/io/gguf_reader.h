@@ -1,7 +1,10 @@
 // tempra/io/gguf_reader.h: reading GGUF files (v2, v3) into metadata and zero-copy tensors.
 //
-// Contract: GgufFile::open maps the whole file (mapped_file.h) and parses it; GgufFile::parse
-// parses bytes already in memory (the fuzzer's entry point; open() calls it too). Either one
+// Contract: GgufFile::open maps the whole file (mapped_file.h) and parses it, or, with
+// TensorMapping::per_tensor, reads only the header and maps each tensor when tensor() asks for
+// it (so the address space holds only the tensors in use: expert streaming, llm/model/
+// expert_cache.h); GgufFile::parse parses bytes already in memory (the fuzzer's entry point;
+// open() goes through the same parser). Either one
 // checks every count, length, dimension, product, size and offset against overflow and against
 // the bytes actually present before using it, and throws tempra::Error naming the file and the
 // field on any violation, e.g.
@@ -58,10 +61,17 @@ struct GgufTensorInfo {
   int64_t numel() const;
 };
 
+class ReadableFile;
+
+// How GgufFile::open makes tensors addressable: one mapping of the whole file, or a mapping per
+// tensor made by tensor() (each view keeps its own mapping alive).
+enum class TensorMapping : uint8_t { whole_file, per_tensor };
+
 class GgufFile {
  public:
-  // Maps and parses `path`. Tensors returned by tensor() keep the mapping alive.
-  static GgufFile open(const std::filesystem::path& path);
+  // Maps (or, per_tensor, reads the header of) and parses `path`. Tensors returned by tensor()
+  // keep their mapping alive.
+  static GgufFile open(const std::filesystem::path& path, TensorMapping mapping = TensorMapping::whole_file);
   // Parses bytes in memory; `name` is used in error messages. Tensors point into `bytes`, which
   // `owner` must keep valid (pass a no-op-deleter shared_ptr if the caller guarantees it).
   // Tensor views of a read-only buffer must not be written through.
@@ -71,7 +81,7 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // absolute, aligned
-  uint64_t file_size() const { return bytes_.size(); }
+  uint64_t file_size() const { return file_size_; }
   const GgufMetadata& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;  // null if absent
@@ -79,14 +89,26 @@ class GgufFile {
   // A zero-copy, contiguous Array over the tensor's bytes; throws if the name is absent.
   Array tensor(std::string_view name) const;
   Array tensor(size_t index) const;
-  // The tensor's raw bytes inside the file.
+  // The tensor's raw bytes inside the file; throws for a per_tensor file (use tensor()).
   std::span<const std::byte> tensor_bytes(size_t index) const;
+  // Where the tensor's bytes start in the file (data_offset() + its offset).
+  uint64_t tensor_offset(size_t index) const;
+  // The open file, for reads by offset (null for a file made by parse()).
+  const std::shared_ptr<ReadableFile>& source() const { return source_; }
 
  private:
   GgufFile() = default;
+  // parse() over the first bytes.size() bytes of a file of file_size bytes.
+  static GgufFile parse_prefix(std::span<const std::byte> bytes, uint64_t file_size, std::string name,
+                               std::shared_ptr<const void> owner);
+  const GgufTensorInfo& checked_info(size_t index) const;
+  // Whether the tensor's bytes lie in bytes_ (always for a whole file; per_tensor: the header's).
+  bool in_memory(const GgufTensorInfo& t) const;
   std::string name_;
   std::span<const std::byte> bytes_;
+  uint64_t file_size_ = 0;
   std::shared_ptr<const void> owner_;
+  std::shared_ptr<ReadableFile> source_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kGgufDefaultAlignment;
   uint64_t data_offset_ = 0;

@@ -11,9 +11,13 @@
 namespace tempra::llm {
 namespace {
 
+// Architectures with routed experts take the load options (expert streaming); the others need none.
 template <class Arch>
-std::unique_ptr<Model> load_as(const io::GgufModel& gguf) {
-  return std::make_unique<Arch>(Arch::load(gguf));
+std::unique_ptr<Model> load_as(const io::GgufModel& gguf, const LoadOptions& options) {
+  if constexpr (requires { Arch::load(gguf, options); })
+    return std::make_unique<Arch>(Arch::load(gguf, options));
+  else
+    return std::make_unique<Arch>(Arch::load(gguf));
 }
 
 constexpr std::array<Architecture, 4> kArchitectures = {{

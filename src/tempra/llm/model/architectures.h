@@ -20,7 +20,7 @@ namespace tempra::llm {
 
 struct Architecture {
   std::string_view name;  // general.architecture
-  std::unique_ptr<Model> (*load)(const io::GgufModel&);
+  std::unique_ptr<Model> (*load)(const io::GgufModel&, const LoadOptions&);
   std::vector<SynthTensor> (*synth_tensors)(const SynthSpec&);
   // The ARCH.* keys the synthesizer writes beyond the shared ones (add_synth_hparams); may be null.
   void (*synth_hparams)(io::GgufMetadata&, const SynthSpec&) = nullptr;

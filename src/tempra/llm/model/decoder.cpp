@@ -203,9 +203,11 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   attn_out = rows(n, c.n_embd);
   ffn_inp = rows(n, c.n_embd);
   ffn_norm = rows(n, c.n_embd);
-  ffn_gate = rows(n, c.n_ff);
-  ffn_up = rows(n, c.n_ff);
-  ffn_act = rows(n, c.n_ff);
+  if (c.dense_ffn) {
+    ffn_gate = rows(n, c.n_ff);
+    ffn_up = rows(n, c.n_ff);
+    ffn_act = rows(n, c.n_ff);
+  }
   ffn_out = rows(n, c.n_embd);
   result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
   logits = rows(std::max<int64_t>(logit_rows, 1), c.n_vocab);
@@ -225,7 +227,8 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
     moe_order.resize(size_t(slots));
     moe_offsets.resize(size_t(c.n_expert + 1));
     moe_cursor.resize(size_t(c.n_expert));
-    moe_margin.resize(size_t(n));
+    moe_routes.resize(size_t(c.n_layer) * size_t(slots));
+    moe_margins.resize(size_t(c.n_layer) * size_t(n));
     moe_sequence.resize(size_t(n));
     moe_rank.resize(size_t(c.n_expert));
   }
@@ -244,9 +247,35 @@ void DecoderModel::load_embeddings_and_head(ModelLoader& in) {
   output_ = in.has("output.weight") ? in.matrix("output.weight", config_.n_vocab, config_.n_embd) : token_embd_;
 }
 
+void DecoderModel::load_experts(ModelLoader& in, const std::string& prefix,
+                                const std::optional<ExpertStreaming>& stream) {
+  const DecoderConfig& c = config_;
+  const std::string gate = prefix + "ffn_gate_exps.weight", up = prefix + "ffn_up_exps.weight",
+                    down = prefix + "ffn_down_exps.weight";
+  stream_ = stream;
+  if (stream) {
+    streamed_experts_.push_back(ExpertCache::Layer{in.stacked_experts(gate, c.n_expert, c.n_ff_exp, c.n_embd),
+                                                   in.stacked_experts(up, c.n_expert, c.n_ff_exp, c.n_embd),
+                                                   in.stacked_experts(down, c.n_expert, c.n_embd, c.n_ff_exp)});
+    return;
+  }
+  if (resident_experts_ == nullptr) resident_experts_ = std::make_shared<ResidentExperts>();
+  resident_experts_->add_layer(in.experts(gate, c.n_expert, c.n_ff_exp, c.n_embd),
+                               in.experts(up, c.n_expert, c.n_ff_exp, c.n_embd),
+                               in.experts(down, c.n_expert, c.n_embd, c.n_ff_exp));
+}
+
 void DecoderModel::finish_load(const ModelLoader& in) {
   quantized_row_bytes_ = in.quantized_row_bytes();
   info_ = config_.info(in.architecture());
+  if (stream_) {
+    expert_cache_ = std::make_shared<ExpertCache>(std::move(streamed_experts_), *stream_);
+    experts_ = expert_cache_;
+  } else {
+    experts_ = std::move(resident_experts_);
+  }
+  streamed_experts_.clear();
+  resident_experts_.reset();
 }
 
 std::unique_ptr<ForwardBuffers> DecoderModel::make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
@@ -257,7 +286,7 @@ std::unique_ptr<ForwardBuffers> DecoderModel::make_buffers(ExecContext& ctx, int
 ForwardPass::ForwardPass(std::string_view op, ExecContext& ctx, std::span<const SequenceRows> batch,
                          ForwardBuffers& buffers, Numerics numerics)
     : ctx_(ctx), batch_(batch), b_(decoder_buffers(op, buffers)), numerics_(numerics) {
-  std::fill(b_.moe_margin.begin(), b_.moe_margin.end(), 1.0f);
+  std::fill(b_.moe_margins.begin(), b_.moe_margins.end(), 1.0f);
   for (const SequenceRows& seq : batch) {
     for (size_t i = 0; i < seq.tokens.size(); ++i)
       b_.positions[size_t(n_) + i] = int32_t(seq.cache->size() + int64_t(i));
@@ -298,10 +327,9 @@ void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& 
     for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
 }
 
-void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate,
-                          const std::vector<Array>& up, const std::vector<Array>& down, int64_t n_used, bool normalize,
-                          float scale, float* out) const {
-  const int64_t E = router.dim(1), n_expert = router.dim(0), F = gate.front().dim(0);
+void ForwardPass::moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer, int64_t n_used,
+                          bool normalize, float scale, float* out) const {
+  const int64_t E = router.dim(1), n_expert = router.dim(0);
   float* probs = b_.moe_probs.data<float>();
   float* weights = b_.moe_weights.data<float>();
   int32_t* selected = b_.moe_selected.data();
@@ -322,12 +350,14 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector
                       [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
     std::copy(ranked, ranked + n_used, chosen);
     // How close the choice was: the last chosen expert's lead over the best one left out,
-    // relative to it (1 when every expert is used), kept per row as the minimum over layers.
+    // relative to it (1 when every expert is used), kept per layer and row with the choice.
     float left_out = 0.0f;
     for (int64_t r = n_used; r < n_expert; ++r) left_out = std::max(left_out, p[ranked[r]]);
     const float last = p[chosen[n_used - 1]];
     const float margin = last > 0 ? (last - left_out) / last : 0.0f;
-    b_.moe_margin[size_t(t)] = std::min(b_.moe_margin[size_t(t)], margin);
+    b_.moe_margins[size_t(layer) * size_t(b_.tokens) + size_t(t)] = margin;
+    int32_t* route = b_.moe_routes.data() + (size_t(layer) * size_t(b_.tokens) + size_t(t)) * size_t(n_used);
+    std::copy(chosen, chosen + n_used, route);
     float* w = weights + t * n_used;
     double sum_w = 0;  // ggml_sum_rows sums in double, then rounds
     for (int64_t k = 0; k < n_used; ++k) sum_w += (w[k] = p[chosen[k]]);
@@ -358,10 +388,19 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector
     for (size_t s = 0; s < batch_.size(); ++s)
       for (size_t i = 0; i < batch_[s].tokens.size(); ++i) sequence_of[row++] = int32_t(s);
   }
-  for (int64_t e = 0; e < n_expert; ++e) {
+  // The experts the batch uses, for the source to count and start reading (routing is done with
+  // moe_rank by now).
+  int32_t* used = b_.moe_rank.data();
+  int64_t n_used_experts = 0;
+  for (int64_t e = 0; e < n_expert; ++e)
+    if (offsets[e + 1] > offsets[e]) used[n_used_experts++] = int32_t(e);
+  experts.will_use(layer, {used, size_t(n_used_experts)});
+  for (int64_t i = 0; i < n_used_experts; ++i) {
+    const int32_t e = used[i];
     const int64_t m = offsets[e + 1] - offsets[e];
-    if (m == 0) continue;
     const int32_t* mine = order + offsets[e];
+    const ExpertMatrices matrices = experts.get(layer, e);
+    const int64_t F = matrices.gate->dim(0);
     for (int64_t r = 0; r < m; ++r)
       std::copy(x + (mine[r] / n_used) * E, x + (mine[r] / n_used + 1) * E, rows + r * E);
     // y = x w^T over the m gathered rows, one product per maximal run of consecutive
@@ -385,11 +424,11 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const std::vector
       }
       product_rows(ctx_, in + first * k, run, w, y + first * n, b_.quantized_scratch.raw_data(), numerics_, path);
     };
-    expert_linear(rows, up[size_t(e)], u);
-    expert_linear(rows, gate[size_t(e)], g);
+    expert_linear(rows, *matrices.up, u);
+    expert_linear(rows, *matrices.gate, g);
     kernels.f32.unary(UnaryOp::silu, rows_ref(static_cast<const float*>(g), m, F), rows_ref(g, m, F), ctx_.threads());
     for (int64_t j = 0; j < m * F; ++j) act[j] = g[j] * u[j];
-    expert_linear(act, down[size_t(e)], d);
+    expert_linear(act, *matrices.down, d);
     for (int64_t r = 0; r < m; ++r) {
       const float w = weights[mine[r]];
       float* slot = slots + int64_t(mine[r]) * E;

@@ -20,6 +20,8 @@
 #include "tempra/backend/kernel_args.h"
 #include "tempra/core/array.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/llm/model/expert_cache.h"
+#include "tempra/llm/model/experts.h"
 #include "tempra/llm/model/model.h"
 #include "tempra/llm/model/model_loader.h"
 
@@ -62,6 +64,9 @@ struct DecoderConfig {
   // Mixtures of experts (0 for dense models): experts per layer, experts each token uses, and
   // each expert's feed-forward width.
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // False when no layer has a dense gated FFN (every one a mixture of experts): the buffers
+  // then have no ffn_gate, ffn_up, ffn_act of n_ff columns.
+  bool dense_ffn = true;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
@@ -92,11 +97,15 @@ struct DecoderBuffers final : ForwardBuffers {
   // n_embd]; and the routing lists: the (token, choice) slots of each expert, expert by expert.
   Array moe_probs, moe_weights, moe_rows, moe_gate, moe_up, moe_act, moe_down, moe_slots;
   std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor, moe_sequence, moe_rank;
-  // After a forward pass, per row: the smallest routing margin over its layers, the last chosen
-  // expert's probability lead over the best expert left out, relative to it (1: no choice was
-  // close). A margin within the engines' rounding noise means another engine may route the token
-  // differently (tests/llm/qwen3moe_oracle_test.cpp).
-  std::vector<float> moe_margin;
+  // After a forward pass, per MoE layer (moe_ffn's `layer`: the ExpertSource index; for
+  // qwen3moe every decoder layer) and row: the experts chosen, most probable first
+  // (moe_routes [layer][row][n_expert_used]), and how close the choice was (moe_margins
+  // [layer][row]: the last chosen expert's probability lead over the best expert left out,
+  // relative to it; 1 when no choice was made or every expert is used). A margin within the
+  // engines' rounding noise means another engine may route the token differently: the oracle
+  // tests compare the routes with llama.cpp's (tests/llm/qwen3moe_oracle_test.cpp).
+  std::vector<int32_t> moe_routes;
+  std::vector<float> moe_margins;
   Array kq_scratch;  // q_heads * min(tokens, kv_capacity) * kv_capacity floats (the scalar kernel's score rows)
   Array quantized_scratch;  // bytes of `tokens` activation rows in the widest partner format
   std::vector<int32_t> positions;
@@ -116,13 +125,20 @@ class DecoderModel : public Model {
 
   std::unique_ptr<ForwardBuffers> make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
                                                int64_t kv_capacity) const override;
+  const ExpertCache* expert_cache() const override { return expert_cache_.get(); }
 
  protected:
   // Reads `config` (DecoderConfig::read plus n_vocab) and token_embd, output_norm and output
   // (tied to token_embd when the file has no output.weight). Call first: an architecture adds
   // its own keys to config_ after it.
   void load_embeddings_and_head(ModelLoader& in);
-  // Records the scratch the loaded matrices need and the ModelInfo; call after the layers.
+  // Mixtures of experts: the routed experts of the next MoE layer (ffn_gate_exps, ffn_up_exps,
+  // ffn_down_exps under `prefix`, config_'s n_expert x n_ff_exp x n_embd), as views of the
+  // mapped file, or, when `stream` is set, as the file ranges an ExpertCache reads. Call once per
+  // MoE layer in order (ExpertSource's layer index is the call's), before finish_load.
+  void load_experts(ModelLoader& in, const std::string& prefix, const std::optional<ExpertStreaming>& stream);
+  // Records the scratch the loaded matrices need and the ModelInfo, and makes experts_; call
+  // after the layers.
   void finish_load(const ModelLoader& in);
 
   ModelInfo info_;
@@ -130,6 +146,15 @@ class DecoderModel : public Model {
   Array token_embd_, output_norm_, output_;  // output_ is token_embd_ when the embeddings are tied
   size_t quantized_row_bytes_ = 0;           // also room for a row rounded to f16/bf16 (as f32)
   Numerics numerics_ = Numerics::standard;
+  // The routed experts of an MoE model, layer by layer (null for dense models): resident views
+  // or expert_cache_. Shared: the Model interface copies models by value while loading.
+  std::shared_ptr<const ExpertSource> experts_;
+
+ private:
+  std::shared_ptr<ResidentExperts> resident_experts_;     // while loading, when not streaming
+  std::vector<ExpertCache::Layer> streamed_experts_;      // while loading, when streaming
+  std::optional<ExpertStreaming> stream_;
+  std::shared_ptr<ExpertCache> expert_cache_;
 };
 
 class ForwardPass {
@@ -172,10 +197,10 @@ class ForwardPass {
   // unless it is 0 or 1); out = sum over the chosen experts, most probable first, of weight x
   // down_e(silu(gate_e x) * up_e x). Tokens are grouped by expert, so each expert's matrices are
   // read once per batch for all the rows routed to it (each sequence's rows on the path its
-  // own count of them takes, so batching changes no row's bits). gate/up/down: one [rows, cols]
-  // matrix per expert (ModelLoader::experts).
-  void moe_ffn(const float* x, const Array& router, const std::vector<Array>& gate, const std::vector<Array>& up,
-               const std::vector<Array>& down, int64_t n_used, bool normalize, float scale, float* out) const;
+  // own count of them takes, so batching changes no row's bits). The experts are `layer`'s of
+  // `experts` (experts.h), asked for one at a time in ascending order after one will_use().
+  void moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer, int64_t n_used,
+               bool normalize, float scale, float* out) const;
   // out[j] = a[j] + b[j] over rows() x width.
   void add(const float* a, const float* b, int64_t width, float* out) const;
   // x[j] *= s over rows() x width (ggml_scale).

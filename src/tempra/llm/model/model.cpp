@@ -61,19 +61,24 @@ KvCache Model::make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type) 
   return KvCache(ctx, shape, type);
 }
 
-std::unique_ptr<Model> load_model(const io::GgufModel& gguf) {
+std::unique_ptr<Model> load_model(const io::GgufModel& gguf, const LoadOptions& options) {
   const std::string file = gguf.shards().front().name();
   const auto* arch = gguf.metadata().find("general.architecture");
   check(arch != nullptr && arch->is<std::string>(), "load_model", file,
         ": metadata key 'general.architecture' is missing");
   const std::string& name = std::get<std::string>(arch->value);
-  if (const Architecture* a = find_architecture(name)) return a->load(gguf);
+  if (const Architecture* a = find_architecture(name)) {
+    std::unique_ptr<Model> model = a->load(gguf, options);
+    if (options.moe_stream && model->expert_cache() == nullptr)
+      fail("load_model", file, ": --moe-stream: architecture '", name, "' has no routed experts to stream");
+    return model;
+  }
   fail("load_model", file, ": architecture '", name, "' is not supported (supported: ", supported_architectures(),
        ")");
 }
 
-std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
-  return load_model(io::GgufModel::open(path));
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  return load_model(io::GgufModel::open(path, options.tensor_mapping()), options);
 }
 
 }  // namespace tempra::llm

@@ -27,11 +27,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "tempra/core/array.h"
 #include "tempra/io/gguf_model.h"
+#include "tempra/llm/model/experts.h"
 #include "tempra/llm/model/kv_cache.h"
 
 namespace tempra::llm {
@@ -73,6 +75,18 @@ class ForwardBuffers {
   }
 };
 
+class ExpertCache;
+
+// How load_model loads a model: everything mapped (the default), or a mixture of experts with
+// its routed experts streamed from the file (experts.h, expert_cache.h).
+struct LoadOptions {
+  std::optional<ExpertStreaming> moe_stream;
+  // How to open the file for these options: one tensor at a time when streaming.
+  io::TensorMapping tensor_mapping() const {
+    return moe_stream ? io::TensorMapping::per_tensor : io::TensorMapping::whole_file;
+  }
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -87,12 +101,16 @@ class Model {
   Array forward(ExecContext& ctx, std::span<const int32_t> tokens, KvCache& cache) const;
   // A cache of this model's shape holding up to `capacity` positions (0: the model's context).
   KvCache make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type) const;
+  // The cache of a model loaded with LoadOptions::moe_stream, else null.
+  virtual const ExpertCache* expert_cache() const { return nullptr; }
 };
 
 // Opens a GGUF and loads the architecture its general.architecture names; a name no
-// architecture claims is an error listing the supported ones.
-std::unique_ptr<Model> load_model(const io::GgufModel& gguf);
-std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+// architecture claims is an error listing the supported ones, and so is moe_stream for a model
+// without routed experts. The path overload maps tensors one at a time when streaming
+// (io::TensorMapping::per_tensor), so the experts never enter the address space.
+std::unique_ptr<Model> load_model(const io::GgufModel& gguf, const LoadOptions& options = {});
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
 // Checks what every forward() must check before it writes: see the contract. `op` names the
 // architecture in the messages.

@@ -77,6 +77,17 @@ std::vector<Array> ModelLoader::experts(const std::string& name, int64_t n_exper
   return out;
 }
 
+StackedExperts ModelLoader::stacked_experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols) {
+  const io::GgufTensorInfo* info = gguf_.find_tensor(name);
+  if (info == nullptr) fail("tensor '", name, "' is missing");
+  const Dims shape{n_expert, rows, cols};
+  if (info->shape() != shape) fail("tensor '", name, "' has shape ", info->shape(), ", expected ", shape);
+  check_matrix_type(name, info->dtype, cols);
+  const size_t expert_bytes = size_t(rows) * info->dtype.bytes_for(cols);
+  return StackedExperts{.name = name, .dtype = info->dtype, .n_expert = n_expert, .rows = rows, .cols = cols,
+                        .expert_bytes = expert_bytes, .source = gguf_.tensor_source(name)};
+}
+
 Array ModelLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
   Array w = tensor(name, {rows, cols});
   check_matrix(name, w, cols);
@@ -84,17 +95,21 @@ Array ModelLoader::matrix(const std::string& name, int64_t rows, int64_t cols) {
 }
 
 void ModelLoader::check_matrix(const std::string& name, const Array& w, int64_t cols) {
-  if (w.dtype().is_block_quantized()) {
-    const QuantDot* dot = find_quant_dot(w.dtype());
-    if (dot == nullptr) fail("tensor '", name, "' is ", w.dtype().name(), ", which has no quantized dot product");
+  check_matrix_type(name, w.dtype(), cols);
+  if (!w.is_contiguous()) fail("tensor '", name, "' is not stored row-major");
+}
+
+void ModelLoader::check_matrix_type(const std::string& name, DType dtype, int64_t cols) {
+  if (dtype.is_block_quantized()) {
+    const QuantDot* dot = find_quant_dot(dtype);
+    if (dot == nullptr) fail("tensor '", name, "' is ", dtype.name(), ", which has no quantized dot product");
     quantized_row_bytes_ = std::max(quantized_row_bytes_, dot->activation.bytes_for(cols));
   } else {
-    if (w.dtype() != DType::f32 && w.dtype() != DType::f16 && w.dtype() != DType::bf16)
-      fail("tensor '", name, "' has unsupported type ", w.dtype().name());
+    if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+      fail("tensor '", name, "' has unsupported type ", dtype.name());
     // Numerics::ggml rounds the activation rows to f16/bf16 into the same scratch, as f32.
-    if (w.dtype() != DType::f32) quantized_row_bytes_ = std::max(quantized_row_bytes_, sizeof(float) * size_t(cols));
+    if (dtype != DType::f32) quantized_row_bytes_ = std::max(quantized_row_bytes_, sizeof(float) * size_t(cols));
   }
-  if (!w.is_contiguous()) fail("tensor '", name, "' is not stored row-major");
 }
 
 Array ModelLoader::optional_matrix(const std::string& name, int64_t rows, int64_t cols) {

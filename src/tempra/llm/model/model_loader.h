@@ -18,6 +18,7 @@
 
 #include "tempra/core/array.h"
 #include "tempra/io/gguf_model.h"
+#include "tempra/llm/model/experts.h"
 
 namespace tempra::llm {
 
@@ -49,6 +50,9 @@ class ModelLoader {
   // Stacked experts [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}), checked as matrix()
   // checks one, returned as one [rows, cols] view per expert.
   std::vector<Array> experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols);
+  // The same checks, without mapping the tensor: where each expert's bytes lie in the file
+  // (expert streaming reads them from there).
+  StackedExperts stacked_experts(const std::string& name, int64_t n_expert, int64_t rows, int64_t cols);
   // A matrix if the file has it, else an empty Array.
   Array optional_matrix(const std::string& name, int64_t rows, int64_t cols);
   // An f32 vector of n elements (a norm's weight, a bias, rope's frequency factors).
@@ -67,6 +71,7 @@ class ModelLoader {
  private:
   // matrix()'s checks of a weight whose rows are `cols` long; records its scratch.
   void check_matrix(const std::string& name, const Array& w, int64_t cols);
+  void check_matrix_type(const std::string& name, DType dtype, int64_t cols);
 
   const io::GgufModel& gguf_;
   std::string arch_, file_;

@@ -10,11 +10,11 @@
 
 namespace tempra::llm {
 
-Qwen3MoeModel Qwen3MoeModel::load(const std::filesystem::path& path) {
-  return load(io::GgufModel::open(path));
+Qwen3MoeModel Qwen3MoeModel::load(const std::filesystem::path& path, const LoadOptions& options) {
+  return load(io::GgufModel::open(path, options.tensor_mapping()), options);
 }
 
-Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
+Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf, const LoadOptions& options) {
   ModelLoader in(gguf, "qwen3moe");
   Qwen3MoeModel m;
   m.load_embeddings_and_head(in);
@@ -28,8 +28,9 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
   c.n_ff_exp = in.count("expert_feed_forward_length", 0);
   if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
   if (c.n_ff_exp <= 0 || c.n_ff_exp > (int64_t{1} << 24)) in.fail("expert width ", c.n_ff_exp, " is out of range");
+  c.dense_ffn = false;  // every layer's FFN is the experts
   if (in.count("expert_group_count", 1) > 1) in.fail("expert_group_count > 1 (group-limited routing) is not supported");
-  const int64_t E = c.n_embd, F = c.n_ff_exp;
+  const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     for (const char* extra : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "ffn_gate_exps.scale", "ffn_up_exps.scale",
@@ -45,10 +46,8 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf) {
         .attn_k_norm = in.vector(p + "attn_k_norm.weight", c.head_dim),
         .ffn_norm = in.vector(p + "ffn_norm.weight", E),
         .ffn_gate_inp = in.matrix(p + "ffn_gate_inp.weight", c.n_expert, E),
-        .ffn_gate_exps = in.experts(p + "ffn_gate_exps.weight", c.n_expert, F, E),
-        .ffn_up_exps = in.experts(p + "ffn_up_exps.weight", c.n_expert, F, E),
-        .ffn_down_exps = in.experts(p + "ffn_down_exps.weight", c.n_expert, E, F),
     });
+    m.load_experts(in, p, options.moe_stream);
   }
   m.finish_load(in);
   return m;
@@ -112,8 +111,7 @@ void Qwen3MoeModel::forward(ExecContext& ctx, std::span<const SequenceRows> batc
     pass.add(attn_out, inpL, E, ffn_inp);
 
     pass.rms_norm(ffn_inp, n, E, layer.ffn_norm, eps, ffn_norm);
-    pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, layer.ffn_gate_exps, layer.ffn_up_exps, layer.ffn_down_exps,
-                 c.n_expert_used, true, 0.0f, ffn_moe_out);
+    pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, *experts_, il, c.n_expert_used, true, 0.0f, ffn_moe_out);
     pass.add(ffn_moe_out, ffn_inp, E, inpL);
   }
   pass.output(inpL, output_norm_, eps, output_);

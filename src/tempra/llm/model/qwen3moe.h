@@ -29,14 +29,14 @@ namespace tempra::llm {
 
 struct Qwen3MoeLayer {
   Array attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm;
-  Array ffn_norm, ffn_gate_inp;
-  std::vector<Array> ffn_gate_exps, ffn_up_exps, ffn_down_exps;  // one matrix per expert
+  Array ffn_norm, ffn_gate_inp;  // the experts are DecoderModel::experts_ (resident or streamed)
 };
 
 class Qwen3MoeModel final : public DecoderModel {
  public:
-  static Qwen3MoeModel load(const std::filesystem::path& path);
-  static Qwen3MoeModel load(const io::GgufModel& gguf);
+  // options.moe_stream: the experts are read from the file into an ExpertCache (expert_cache.h).
+  static Qwen3MoeModel load(const std::filesystem::path& path, const LoadOptions& options = {});
+  static Qwen3MoeModel load(const io::GgufModel& gguf, const LoadOptions& options = {});
   // The tensors llama.cpp creates for this architecture at spec's shape (synth.h).
   static std::vector<SynthTensor> synth_tensors(const SynthSpec& spec);
   // The qwen3moe.* keys beyond the shared ones (expert counts and width).
