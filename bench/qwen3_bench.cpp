@@ -120,7 +120,8 @@ struct TempraEngine {
   static tempra::llm::LoadOptions load_options(int moe_cache_mb, const std::string& moe_usage) {
     tempra::llm::LoadOptions o;
     if (moe_cache_mb > 0)
-      o.moe_stream = tempra::llm::ExpertStreaming{.cache_bytes = uint64_t(moe_cache_mb) << 20, .usage_file = moe_usage};
+      o.moe_stream = tempra::llm::ExpertStreaming{
+          .cache_bytes = uint64_t(moe_cache_mb) << 20, .usage_file = moe_usage, .prefetch = true};
     return o;
   }
 

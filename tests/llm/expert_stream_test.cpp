@@ -87,7 +87,9 @@ TEST(ExpertStream, LogitsEqualTheResidentModelsBitForBitAtEveryBudget) {
         EXPECT_EQ(s.slots, int64_t(budget / one));
         EXPECT_GT(s.misses, 0u);
         // A cache that holds every expert reads each at most once.
-        if (budget == all) EXPECT_LE(s.bytes_read, all);
+        if (budget == all) {
+          EXPECT_LE(s.bytes_read, all);
+        }
       }
     }
   }

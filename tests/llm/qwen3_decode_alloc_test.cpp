@@ -145,11 +145,11 @@ TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
     write_synthetic_model(path, spec);
   }
   const uint64_t one =
-      load_model(path, {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40}})->expert_cache()->expert_bytes();
+      load_model(path, {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40, .usage_file = {}, .prefetch = true}})->expert_cache()->expert_bytes();
   for (bool stream : {false, true}) {
     SCOPED_TRACE(stream ? "streamed" : "resident");
     LoadOptions options;
-    if (stream) options.moe_stream = ExpertStreaming{.cache_bytes = 3 * one};
+    if (stream) options.moe_stream = ExpertStreaming{.cache_bytes = 3 * one, .usage_file = {}, .prefetch = true};
     const std::unique_ptr<Model> model = load_model(path, options);
     ExecContext ctx({.threads = 2});
     Session session(ctx, *model, {.context = 64});
@@ -163,7 +163,9 @@ TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
       token = int32_t(std::abs(int64_t(logits[0] * 1000)) % 500);
     }
     EXPECT_EQ(g_allocations.load() - allocations_before, 0) << "operator new calls during 8 decode steps";
-    if (stream) EXPECT_GT(model->expert_cache()->stats().misses, misses_before) << "the steps missed the cache";
+    if (stream) {
+      EXPECT_GT(model->expert_cache()->stats().misses, misses_before) << "the steps missed the cache";
+    }
   }
 }
 

@@ -108,9 +108,9 @@ TEST(Qwen3MoeOracle, q4_k_m_logits_match_llama_cpp_up_to_routing_near_ties) {
 TEST(Qwen3MoeOracle, q4_k_m_streamed_experts_equal_the_resident_bits) {
   const fs::path path = tiny_model("Q4_K_M");
   const auto resident = load_model(path);
-  const auto probe = load_model(path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40}});
+  const auto probe = load_model(path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40, .usage_file = {}, .prefetch = true}});
   const auto streamed = load_model(
-      path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = 3 * probe->expert_cache()->expert_bytes()}});
+      path, LoadOptions{.moe_stream = ExpertStreaming{.cache_bytes = 3 * probe->expert_cache()->expert_bytes(), .usage_file = {}, .prefetch = true}});
   ExecContext ctx({.threads = 2});
   std::vector<int32_t> prompt;
   for (int i = 0; i < 48; ++i) prompt.push_back(int32_t(9 + 13 * i));
