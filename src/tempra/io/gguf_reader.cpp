@@ -326,7 +326,8 @@ int64_t GgufTensorInfo::numel() const {
 GgufFile GgufFile::open(const std::filesystem::path& path, TensorMapping mapping) {
   std::shared_ptr<ReadableFile> source = ReadableFile::open(path);
   if (mapping == TensorMapping::whole_file) {
-    std::shared_ptr<MappedFile> whole = MappedFile::open(path);
+    // The descriptor just opened maps the whole file too (one open, one stat).
+    std::shared_ptr<MappedFile> whole = source->map(0, static_cast<size_t>(source->size()));
     whole->will_need(0, 1 << 20);  // the header is parsed now; tensor pages load when touched
     const std::span<const std::byte> bytes = whole->bytes();
     GgufFile file = parse_prefix(bytes, bytes.size(), path.string(), std::move(whole));
