@@ -7,6 +7,8 @@
 // cache_attention (over a KV cache in place, f32, f16 or Q8_0 rows): scalar's f16 and Q8_0
 // entries are bitwise scalar attention over the widened copy (the specification); native's are
 // held to it with attention's tolerance.
+#include <cmath>
+
 #include "backend/parity.h"
 #include "tempra/quant/reference.h"
 
@@ -95,6 +97,38 @@ TEST(NativeRopeParity, FrequencyFactorsDivideEachPairsAngle) {
     params.freq_factors = nullptr;
     parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got.data(), one);
     EXPECT_TRUE(parity::bitwise_equal(got, want));
+  }
+}
+
+// YaRN: native equals scalar bit for bit inside the ramp; past its ends a pair takes the
+// extrapolated angle (freq_scale ignored) or the interpolated one, each at YaRN's magnitude
+// 1 + 0.1 ln(1 / freq_scale), exactly as plain rope with that attn_factor does.
+TEST(NativeRopeParity, YarnBlendsInterpolatedAndExtrapolatedAngles) {
+  const int64_t head_dim = 64, outer = 1, seq = 7, heads = 3;
+  const auto x = parity::random_floats(outer * seq * heads * head_dim, 12);
+  std::vector<int32_t> positions(seq);
+  for (int64_t i = 0; i < seq; ++i) positions[i] = int32_t(i * 977 + 3);
+  ThreadPool one(1);
+  for (RopeMode mode : {RopeMode::neox, RopeMode::normal}) {
+    RopeParams yarn{.mode = mode, .n_dims = head_dim, .freq_base = 1e4, .freq_scale = 1.0 / 40, .ext_factor = 1.0};
+    rope_yarn_corr_dims(yarn, 4096, 32, 1);
+    EXPECT_GT(yarn.corr_high, yarn.corr_low);
+    EXPECT_LT(yarn.corr_high, double(head_dim / 2)) << "the ramp ends inside the pairs";
+    std::vector<float> want(x.size()), got(x.size()), plain(x.size());
+    parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), yarn, want.data(), one);
+    parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), yarn, got.data(), one);
+    EXPECT_TRUE(parity::bitwise_equal(got, want));
+    const double magnitude = 1.0 + 0.1 * std::log(40.0);
+    for (const bool extrapolated : {true, false}) {
+      RopeParams end = yarn;
+      end.corr_low = end.corr_high = extrapolated ? 1e6 : -1e6;
+      RopeParams same{.mode = mode, .n_dims = head_dim, .freq_base = 1e4, .freq_scale = extrapolated ? 1.0 : 1.0 / 40,
+                      .attn_factor = magnitude};
+      parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), end, got.data(), one);
+      parity::scalar_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), same, plain.data(), one);
+      EXPECT_TRUE(parity::bitwise_equal(got, plain)) << (extrapolated ? "extrapolated" : "interpolated");
+      EXPECT_FALSE(parity::bitwise_equal(got, want)) << "the ramp changed nothing";
+    }
   }
 }
 

@@ -95,6 +95,25 @@ TEST(ExpertStream, LogitsEqualTheResidentModelsBitForBitAtEveryBudget) {
   }
 }
 
+// DeepSeek-V2's experts begin after its leading dense layer and sit beside shared experts: the
+// cache's layers are its MoE layers, and streaming them changes no bit either.
+TEST(ExpertStream, DeepSeek2StreamsItsRoutedExpertsBitForBit) {
+  const std::filesystem::path path = dir() / "deepseek2.gguf";
+  if (!std::filesystem::exists(path)) {
+    SynthSpec spec = SynthSpec::deepseek2_tiny();
+    spec.seed = 7;
+    write_synthetic_model(path, spec);
+  }
+  const std::vector<float> resident = run(*load_model(path));
+  const std::unique_ptr<Model> probe = load_model(path, streaming(uint64_t{1} << 40));
+  const uint64_t one = probe->expert_cache()->expert_bytes();
+  for (uint64_t budget : {one, 5 * one}) {
+    const std::unique_ptr<Model> streamed = load_model(path, streaming(budget));
+    EXPECT_TRUE(bitwise_equal(run(*streamed), resident)) << "budget " << budget / one << " experts";
+    EXPECT_GT(streamed->expert_cache()->stats().misses, 0u);
+  }
+}
+
 TEST(ExpertStream, ABatchOfTwoSequencesEqualsEachAlone) {
   const std::filesystem::path path = tiny_model(DType::f16);
   const std::unique_ptr<Model> model = load_model(path, streaming(2 * load_model(path, streaming(1 << 30))

@@ -114,6 +114,20 @@ TEST(LlamaOracle, linear_rope_scaling_matches_llama_cpp) {
           {1, 7, 64}, kFloat);
 }
 
+// YaRN (factor 8 over 256 training positions, llama.cpp's generic attention factor): each pair's
+// angle blends the interpolated and the extrapolated one, and the rotation grows by
+// 1 + 0.1 ln 8, in both engines; the 512-token prompt runs past the original context.
+TEST(LlamaOracle, yarn_rope_scaling_matches_llama_cpp) {
+  SynthSpec spec = SynthSpec::llama_tiny();
+  spec.n_vocab = 1000;
+  spec.llama3_rope_scaling = false;
+  spec.weight_type = DType::f32;
+  spec.seed = 12;
+  spec.yarn_factor = 8;
+  spec.yarn_original_context = 256;
+  compare("llama-yarn-rope-F32", synth_model(scratch_dir(), "llama-yarn", spec), kPrompts, kFloat);
+}
+
 // Llama 3.2 1B's shape (16 layers, hidden 2048, 32/8 heads of 64), F16, the 64-token prompt.
 TEST(LlamaOracleHeavy, llama_1b_f16_logits_and_greedy_tokens_match_llama_cpp) {
   SynthSpec spec = SynthSpec::llama_1b();
@@ -126,32 +140,12 @@ TEST(LlamaOracleHeavy, llama_1b_f16_logits_and_greedy_tokens_match_llama_cpp) {
 }
 
 // The loader's refusals, each naming what it refuses.
-std::string load_error(const fs::path& path) {
-  try {
-    load_model(path);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-// A copy of `from` with the metadata keys `keys` set (tensors kept).
 fs::path with_keys(const fs::path& from, const std::string& name,
                    const std::vector<std::pair<std::string, io::GgufValue>>& keys) {
-  const io::GgufFile in = io::GgufFile::open(from);
-  io::GgufWriter w;
-  for (const auto& [k, v] : in.metadata().entries()) w.metadata().add(k, v);
-  for (const auto& [k, v] : keys) w.metadata().set(k, v);
-  for (size_t i = 0; i < in.tensors().size(); ++i) {
-    const io::GgufTensorInfo& t = in.tensors()[i];
-    w.add_tensor(t.name, t.ggml_type, std::span<const int64_t>(t.ne.data(), t.n_dims), in.tensor_bytes(i));
-  }
-  const fs::path out = scratch_dir() / (name + ".gguf");
-  w.write(out);
-  return out;
+  return oracle::with_keys(from, scratch_dir(), name, keys);
 }
 
-TEST(LlamaLoad, refuses_experts_a_partial_rope_and_yarn_by_name) {
+TEST(LlamaLoad, refuses_experts_a_partial_rope_and_longrope_by_name) {
   SynthSpec spec = SynthSpec::llama_tiny();
   spec.n_vocab = 300;
   spec.n_layer = 1;
@@ -163,10 +157,10 @@ TEST(LlamaLoad, refuses_experts_a_partial_rope_and_yarn_by_name) {
   EXPECT_NE(load_error(with_keys(good, "rot", {{"llama.rope.dimension_count", {uint32_t{32}}}}))
                 .find("rope.dimension_count 32 differs from the head dim 64"),
             std::string::npos);
-  EXPECT_NE(load_error(with_keys(good, "yarn",
-                                 {{"llama.rope.scaling.type", {std::string("yarn")}},
+  EXPECT_NE(load_error(with_keys(good, "longrope",
+                                 {{"llama.rope.scaling.type", {std::string("longrope")}},
                                   {"llama.rope.scaling.factor", {4.0f}}}))
-                .find("rope scaling 'yarn' is not supported"),
+                .find("rope scaling 'longrope' is not supported (none, linear and yarn are)"),
             std::string::npos);
   // Linear scaling divides every position by the factor: it loads, and changes the logits.
   const fs::path linear = with_keys(good, "linear", {{"llama.rope.scaling.type", {std::string("linear")}},

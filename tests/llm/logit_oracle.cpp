@@ -13,6 +13,8 @@
 
 #include "quantize.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/io/gguf_reader.h"
+#include "tempra/io/gguf_writer.h"
 #include "tempra/llm/model/model.h"
 #include "tempra/llm/runtime/session.h"
 
@@ -86,14 +88,16 @@ int first_routing_difference(ExecContext& ctx, const DecoderModel& model, const 
   const SequenceRows seq{&cache, ids, 1};
   model.forward(ctx, std::span<const SequenceRows>(&seq, 1), *buffers);
   const auto& b = dynamic_cast<const DecoderBuffers&>(*buffers);
-  EXPECT_EQ(routes.size(), size_t(model.config().n_layer)) << label << ": llama.cpp's routes of every layer";
+  // tempra keeps routes per MoE layer, counted from the first after the leading dense ones.
+  const int lead = model.config().n_layer_dense_lead;
+  EXPECT_EQ(routes.size(), size_t(model.config().n_layer - lead)) << label << ": llama.cpp's routes of every MoE layer";
   for (int64_t i = 0; i < n; ++i) {
     for (const auto& [layer, theirs] : routes) {
       EXPECT_EQ(theirs.used, used) << label;
       EXPECT_EQ(int64_t(theirs.experts.size()), n * used) << label << ": llama.cpp's routes of layer " << layer;
       if (theirs.used != used || int64_t(theirs.experts.size()) != n * used) return 0;
       std::vector<int32_t> a(theirs.experts.begin() + i * used, theirs.experts.begin() + (i + 1) * used);
-      const size_t at = size_t(layer) * size_t(n) + size_t(i);
+      const size_t at = size_t(layer - lead) * size_t(n) + size_t(i);
       std::vector<int32_t> ours(b.moe_routes.begin() + ptrdiff_t(at) * used, b.moe_routes.begin() + ptrdiff_t(at + 1) * used);
       std::sort(a.begin(), a.end());
       std::sort(ours.begin(), ours.end());
@@ -250,9 +254,49 @@ Figures compare(const std::string& label, const fs::path& path, const std::vecto
   EXPECT_GE(figures.agreement(), criteria.min_top1_agreement) << label;
   EXPECT_GE(figures.positions, criteria.min_held_positions)
       << label << ": too few positions were held to the criteria (the rest followed a routing difference)";
-  if (criteria.greedy)
+  if (criteria.greedy) {
     EXPECT_GT(figures.greedy_clear_steps, 0) << label << ": no greedy step was held (a near-tie came first)";
+  }
   return figures;
+}
+
+fs::path with_keys(const fs::path& from, const fs::path& dir, const std::string& name,
+                   const std::vector<std::pair<std::string, io::GgufValue>>& keys,
+                   const std::vector<std::string>& drop) {
+  const io::GgufFile in = io::GgufFile::open(from);
+  io::GgufWriter w;
+  for (const auto& [k, v] : in.metadata().entries())
+    if (std::find(drop.begin(), drop.end(), k) == drop.end()) w.metadata().add(k, v);
+  for (const auto& [k, v] : keys) w.metadata().set(k, v);
+  for (size_t i = 0; i < in.tensors().size(); ++i) {
+    const io::GgufTensorInfo& t = in.tensors()[i];
+    w.add_tensor(t.name, t.ggml_type, std::span<const int64_t>(t.ne.data(), t.n_dims), in.tensor_bytes(i));
+  }
+  const fs::path out = dir / (name + ".gguf");
+  w.write(out);
+  return out;
+}
+
+fs::path llama_quantized(const fs::path& from, const fs::path& dir, const std::string& name, llama_ftype type) {
+  const fs::path path = dir / (name + ".gguf");
+  if (!fs::exists(path)) {
+    testing::init_llama();
+    llama_model_quantize_params params = llama_model_quantize_default_params();
+    params.ftype = type;
+    params.nthread = kThreads;
+    if (llama_model_quantize(from.c_str(), path.c_str(), &params) != 0)
+      throw Error("llama_model_quantize failed on " + from.string());
+  }
+  return path;
+}
+
+std::string load_error(const fs::path& path) {
+  try {
+    load_model(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 const fs::path& scratch_dir_removed_at_exit(const std::string& name) {

@@ -237,6 +237,20 @@ inline constexpr Criteria kLowBitStandard{
 const std::filesystem::path& scratch_dir_removed_at_exit(const std::string& name);
 // `name`.gguf in `dir`, written by write_synthetic_model unless it exists.
 std::filesystem::path synth_model(const std::filesystem::path& dir, const std::string& name, const SynthSpec& spec);
+
+// A copy of `from` with the metadata keys `keys` set and those in `drop` left out (tensors
+// kept), as dir/name.gguf.
+std::filesystem::path with_keys(const std::filesystem::path& from, const std::filesystem::path& dir,
+                                const std::string& name,
+                                const std::vector<std::pair<std::string, io::GgufValue>>& keys,
+                                const std::vector<std::string>& drop = {});
+// `from` quantized by llama.cpp's own llama_model_quantize to `type`, as dir/name.gguf unless it
+// exists (tempra's quantizer refuses mixtures of experts: llama.cpp's per-expert type rules are
+// not replicated).
+std::filesystem::path llama_quantized(const std::filesystem::path& from, const std::filesystem::path& dir,
+                                      const std::string& name, llama_ftype type);
+// load_model(path)'s error message, or "no error".
+std::string load_error(const std::filesystem::path& path);
 // `from` (an F32 model) quantized to the llama.cpp file type `format` (Q8_0, Q4_K_M, ...) as
 // `name`.gguf in `dir` by app::quantize_model, unless it exists.
 std::filesystem::path quantized_model(const std::filesystem::path& from, const std::filesystem::path& dir,

@@ -137,17 +137,19 @@ TEST(Qwen3Decode, allocates_nothing_after_warm_up) {
 // A mixture of experts decodes without allocating too, resident or streamed (--moe-stream): a
 // cache of three experts misses in every step once warm, and a miss reads into a slot's
 // existing buffer and moves its LRU node, so nothing is allocated once every slot is filled.
-TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
-  const fs::path path = scratch_dir() / "moe.gguf";
+// DeepSeek-V2 adds latent attention (its values read in the keys), a leading dense layer and
+// shared experts.
+void expect_allocation_free_moe_decode(const SynthSpec& spec_in) {
+  const fs::path path = scratch_dir() / (spec_in.architecture + "-moe.gguf");
   if (!fs::exists(path)) {
-    SynthSpec spec = SynthSpec::qwen3moe_tiny();
+    SynthSpec spec = spec_in;
     spec.seed = 9;
     write_synthetic_model(path, spec);
   }
   const uint64_t one =
       load_model(path, {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40, .usage_file = {}, .prefetch = true}})->expert_cache()->expert_bytes();
   for (bool stream : {false, true}) {
-    SCOPED_TRACE(stream ? "streamed" : "resident");
+    SCOPED_TRACE(spec_in.architecture + (stream ? " streamed" : " resident"));
     LoadOptions options;
     if (stream) options.moe_stream = ExpertStreaming{.cache_bytes = 3 * one, .usage_file = {}, .prefetch = true};
     const std::unique_ptr<Model> model = load_model(path, options);
@@ -167,6 +169,14 @@ TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
       EXPECT_GT(model->expert_cache()->stats().misses, misses_before) << "the steps missed the cache";
     }
   }
+}
+
+TEST(Qwen3MoeDecode, allocates_nothing_after_warm_up_resident_or_streamed) {
+  expect_allocation_free_moe_decode(SynthSpec::qwen3moe_tiny());
+}
+
+TEST(DeepSeek2Decode, allocates_nothing_after_warm_up_resident_or_streamed) {
+  expect_allocation_free_moe_decode(SynthSpec::deepseek2_tiny());
 }
 
 // The session default is llama.cpp's: an f16 cache.

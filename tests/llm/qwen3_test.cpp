@@ -445,6 +445,28 @@ TEST(KvCache, reads_back_the_storage_types_rounding_of_what_was_written) {
   EXPECT_THROW(KvCache(ctx, {.n_layer = 1, .n_head_kv = 1, .head_dim = 48, .capacity = 4}, KvCacheType::q8_0), Error);
 }
 
+// Latent attention's cache stores no values: each position's value is its key row. It reads
+// back its keys as values, and attends as a cache given the keys as values does, bit for bit.
+TEST(KvCache, values_in_keys_read_and_attend_as_keys_given_as_values) {
+  ExecContext ctx({.threads = 2});
+  const KvCacheShape shared{.n_layer = 1, .n_head_kv = 1, .head_dim = 96, .capacity = 8, .values_in_keys = true};
+  KvCacheShape separate = shared;
+  separate.values_in_keys = false;
+  const Array k = normal(ctx, {5, 1, 96}, 0.0, 1.0, 3), q = normal(ctx, {5, 4, 96}, 0.0, 1.0, 4);
+  for (KvCacheType type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
+    KvCache a(ctx, shared, type), b(ctx, separate, type);
+    a.write_rows(ctx, 0, 0, 5, k.data<float>(), nullptr);
+    b.write_rows(ctx, 0, 0, 5, k.data<float>(), k.data<float>());
+    a.advance(5);
+    b.advance(5);
+    EXPECT_TRUE(bitwise_equal(contiguous(ctx, a.values(ctx, 0, 5)), contiguous(ctx, b.values(ctx, 0, 5))));
+    std::vector<float> scores(4 * 5 * 5), out_a(5 * 4 * 96), out_b(5 * 4 * 96);
+    a.attend(ctx, 0, 5, q.data<float>(), 5, 4, 0.1, scores.data(), out_a.data());
+    b.attend(ctx, 0, 5, q.data<float>(), 5, 4, 0.1, scores.data(), out_b.data());
+    EXPECT_EQ(out_a, out_b) << int(type);
+  }
+}
+
 // ---- bad model files ----
 
 fs::path broken_model(const std::string& name, const Rewrite& r) {

@@ -41,26 +41,12 @@ SynthSpec tiny_spec(DType weight_type) {
   return spec;
 }
 
-// tempra's quantizer refuses mixtures of experts (llama.cpp's per-expert type rules are not
-// replicated), so the quantized files come from llama.cpp's own llama_model_quantize.
-fs::path llama_quantized(const fs::path& from, const std::string& name, llama_ftype type) {
-  const fs::path path = scratch_dir() / (name + ".gguf");
-  if (!fs::exists(path)) {
-    testing::init_llama();
-    llama_model_quantize_params params = llama_model_quantize_default_params();
-    params.ftype = type;
-    params.nthread = kThreads;
-    if (llama_model_quantize(from.c_str(), path.c_str(), &params) != 0)
-      throw Error("llama_model_quantize failed on " + from.string());
-  }
-  return path;
-}
 
 fs::path tiny_model(const std::string& format) {
   if (format == "F32") return synth_model(scratch_dir(), "qwen3moe-tiny-F32", tiny_spec(DType::f32));
   if (format == "F16") return synth_model(scratch_dir(), "qwen3moe-tiny-F16", tiny_spec(DType::f16));
   const llama_ftype type = format == "Q8_0" ? LLAMA_FTYPE_MOSTLY_Q8_0 : LLAMA_FTYPE_MOSTLY_Q4_K_M;
-  return llama_quantized(tiny_model("F32"), "qwen3moe-tiny-" + format, type);
+  return llama_quantized(tiny_model("F32"), scratch_dir(), "qwen3moe-tiny-" + format, type);
 }
 
 // A mixture of experts routes each token by a discrete choice: where the last chosen expert

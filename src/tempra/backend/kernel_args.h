@@ -4,6 +4,8 @@
 // neural kernels take. Ops fill these after validation; kernels read them without checks.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "tempra/core/tensor_ref.h"
@@ -28,7 +30,43 @@ struct RopeParams {
   // n_dims / 2 per-pair divisors of theta (ggml's rope freq_factors: Llama 3's rope scaling,
   // GGUF's rope_freqs.weight); null: all 1.
   const float* freq_factors = nullptr;
+  // YaRN (Peng et al. 2023, ggml's rope_yarn): with ext_factor > 0, pair i's angle mixes the
+  // interpolated one (pos * freq_scale * ...) with the extrapolated one (pos * ...) by
+  // ramp(i) * ext_factor, where ramp falls from 1 at pair corr_low to 0 at corr_high, and the
+  // rotation's magnitude grows by 1 + 0.1 ln(1 / freq_scale). attn_factor scales the rotation
+  // (cos and sin) in every case: ggml's mscale. The defaults leave plain rope.
+  double ext_factor = 0.0, attn_factor = 1.0;
+  double corr_low = 0.0, corr_high = 0.0;
 };
+
+// ggml_rope_yarn_corr_dims: the pairs where YaRN's ramp starts and ends for a model trained on
+// n_ctx_orig positions (beta_fast and beta_slow rotations over that context), in f32 as ggml.
+inline void rope_yarn_corr_dims(RopeParams& p, int64_t n_ctx_orig, double beta_fast, double beta_slow) {
+  const auto corr_dim = [&](double n_rot) {
+    return float(p.n_dims) * std::log(float(n_ctx_orig) / (float(n_rot) * 2 * 3.14159265358979323846f)) /
+           (2 * std::log(float(p.freq_base)));
+  };
+  p.corr_low = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+  p.corr_high = std::min(float(p.n_dims - 1), std::ceil(corr_dim(beta_slow)));
+}
+
+// The cosine and sine of pair i's rotation at `position` (both kernels' one definition): theta
+// in double, so positions in the tens of thousands keep their phase.
+inline void rope_rotation(const RopeParams& p, int32_t position, int64_t i, double& cosine, double& sine) {
+  const double inv_freq = std::pow(p.freq_base, -2.0 * static_cast<double>(i) / static_cast<double>(p.n_dims));
+  const double divisor = p.freq_factors ? double(p.freq_factors[i]) : 1.0;
+  double theta = static_cast<double>(position) * p.freq_scale * inv_freq / divisor;
+  double magnitude = p.attn_factor;
+  if (p.ext_factor != 0.0) {
+    const double extrapolated = static_cast<double>(position) * inv_freq / divisor;
+    const double y = (static_cast<double>(i) - p.corr_low) / std::max(0.001, p.corr_high - p.corr_low);
+    const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * p.ext_factor;
+    theta = theta * (1.0 - mix) + extrapolated * mix;
+    magnitude *= 1.0 + 0.1 * std::log(1.0 / p.freq_scale);
+  }
+  cosine = std::cos(theta) * magnitude;
+  sine = std::sin(theta) * magnitude;
+}
 
 // Softmax over the last axis of a [rows, n] block; see tempra/ops/neural.h for the op contract.
 template <class T>

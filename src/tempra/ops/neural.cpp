@@ -136,8 +136,9 @@ Array rope(ExecContext& ctx, const Array& x, const Array& positions, const RopeP
   check(params.freq_base > 0, "rope", "freq_base must be > 0, got ", params.freq_base);
   if (!any_requires_grad({&x})) return rope_rotate(ctx, x, positions, params);
   Array out = rope_rotate(ctx, x.detach(), positions, params);
-  // The rotation is orthogonal, so its VJP is the inverse rotation: the same kernel at the
-  // negated positions (theta is odd in the position, so cos stays and sin flips sign exactly).
+  // The rotation is orthogonal (times YaRN's magnitude, a scalar), so its VJP is the inverse
+  // rotation at that magnitude: the same kernel at the negated positions (theta is odd in the
+  // position, so cos stays and sin flips sign exactly).
   std::vector<int32_t> negated(static_cast<size_t>(seq));
   const Array pos = contiguous(ctx, positions);
   for (int64_t i = 0; i < seq; ++i) negated[i] = -pos.data<int32_t>()[i];

@@ -87,13 +87,11 @@ void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t he
     float* table = thread_scratch(2).floats(2 * half);  // cos then sin, for this position
     float *cosines = table, *sines = table + half;
     for (int64_t row = first; row < last; ++row) {
-      const double pos = static_cast<double>(positions[row % seq]) * params.freq_scale;
       for (int64_t i = 0; i < half; ++i) {
-        const double theta_base = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) /
-                                                                  static_cast<double>(params.n_dims));
-        const double theta = params.freq_factors ? theta_base / params.freq_factors[i] : theta_base;
-        cosines[i] = static_cast<float>(std::cos(theta));
-        sines[i] = static_cast<float>(std::sin(theta));
+        double cosine = 0, sine = 0;
+        rope_rotation(params, positions[row % seq], i, cosine, sine);
+        cosines[i] = static_cast<float>(cosine);
+        sines[i] = static_cast<float>(sine);
       }
       for (int64_t h = 0; h < heads; ++h) {
         const float* x = in + (row * heads + h) * head_dim;

@@ -2,8 +2,9 @@
 //
 // rms_norm: y = x / sqrt(mean(x^2) + eps) * w (Zhang & Sennrich 2019; llama.cpp's ggml_rms_norm).
 // layer_norm: y = (x - mean) / sqrt(var + eps) * w + b, population variance (as torch).
-// rope: llama.cpp's rope with theta_i = pos * freq_scale * freq_base^(-2i / n_dims) / freq_factors[i], computed in
-//   double so positions in the tens of thousands keep their phase.
+// rope: llama.cpp's rope with theta_i = pos * freq_scale * freq_base^(-2i / n_dims) / freq_factors[i] and
+//   YaRN's blend (rope_rotation in kernel_args.h), computed in double so positions in the tens of
+//   thousands keep their phase.
 // attention: scores = q.k^T * scale (+ mask, causal), softmax over keys, times v; query head h
 //   reads kv head h / (Hq / Hkv) (grouped-query attention).
 // cache_attention: the same, causal, over a KV cache read in place (f32, f16 or Q8_0 rows
@@ -62,15 +63,13 @@ void rope(const T* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_d
   const int64_t half = params.n_dims / 2;
   pool.parallel_for(outer * seq, rows_per_chunk(heads * head_dim), [&](int64_t first, int64_t last) {
     for (int64_t row = first; row < last; ++row) {
-      const double pos = static_cast<double>(positions[row % seq]) * params.freq_scale;
       for (int64_t h = 0; h < heads; ++h) {
         const T* x = in + (row * heads + h) * head_dim;
         T* y = out + (row * heads + h) * head_dim;
         for (int64_t i = 0; i < half; ++i) {
-          const double theta_base = pos * std::pow(params.freq_base, -2.0 * static_cast<double>(i) /
-                                                                     static_cast<double>(params.n_dims));
-          const double theta = params.freq_factors ? theta_base / params.freq_factors[i] : theta_base;
-          const T c = static_cast<T>(std::cos(theta)), s = static_cast<T>(std::sin(theta));
+          double cosine = 0, sine = 0;
+          rope_rotation(params, positions[row % seq], i, cosine, sine);
+          const T c = static_cast<T>(cosine), s = static_cast<T>(sine);
           const int64_t i0 = params.mode == RopeMode::normal ? 2 * i : i;
           const int64_t i1 = params.mode == RopeMode::normal ? 2 * i + 1 : i + half;
           const T x0 = x[i0], x1 = x[i1];

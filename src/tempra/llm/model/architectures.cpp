@@ -3,6 +3,7 @@
 
 #include <array>
 
+#include "tempra/llm/model/deepseek2.h"
 #include "tempra/llm/model/gemma3.h"
 #include "tempra/llm/model/llama.h"
 #include "tempra/llm/model/qwen3.h"
@@ -20,7 +21,8 @@ std::unique_ptr<Model> load_as(const io::GgufModel& gguf, const LoadOptions& opt
     return std::make_unique<Arch>(Arch::load(gguf));
 }
 
-constexpr std::array<Architecture, 4> kArchitectures = {{
+constexpr std::array<Architecture, 5> kArchitectures = {{
+    {"deepseek2", load_as<DeepSeek2Model>, DeepSeek2Model::synth_tensors, DeepSeek2Model::synth_hparams},
     {"gemma3", load_as<Gemma3Model>, Gemma3Model::synth_tensors, Gemma3Model::synth_hparams},
     {"llama", load_as<LlamaModel>, LlamaModel::synth_tensors, LlamaModel::synth_hparams},
     {"qwen3", load_as<Qwen3Model>, Qwen3Model::synth_tensors},

@@ -23,10 +23,29 @@ ModelInfo DecoderConfig::info(std::string architecture) const {
                    .n_embd = n_embd,
                    .n_head = n_head,
                    .context_length = context_length,
-                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0}};
+                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0, latent_attention}};
 }
 
-DecoderConfig DecoderConfig::read(const ModelLoader& in) {
+RopeParams DecoderConfig::rope(RopeMode mode, int64_t n_dims) const {
+  RopeParams p{.mode = mode, .n_dims = n_dims, .freq_base = rope_freq_base, .freq_scale = rope_freq_scale,
+               .ext_factor = yarn_ext_factor, .attn_factor = yarn_attn_factor()};
+  if (yarn_ext_factor != 0.0) rope_yarn_corr_dims(p, n_ctx_orig_yarn, yarn_beta_fast, yarn_beta_slow);
+  return p;
+}
+
+double DecoderConfig::yarn_attn_factor() const {
+  float attn_factor = 1.0f;
+  if (yarn_ext_factor != 0.0) {
+    const auto mscale = [](float scale, float m) { return scale <= 1.0f ? 1.0f : 0.1f * m * std::log(scale) + 1.0f; };
+    const float factor = 1.0f / float(rope_freq_scale), log_mul = float(rope_yarn_log_mul);
+    const float m = yarn_log_mul_sets_mscale && log_mul != 1.0f ? log_mul : 1.0f;
+    attn_factor = log_mul != 0.0f ? mscale(factor, m) / mscale(factor, log_mul) : mscale(factor, 1.0f);
+    attn_factor *= 1.0f / (1.0f + 0.1f * std::log(factor));
+  }
+  return double(attn_factor * float(rope_attn_factor));
+}
+
+DecoderConfig DecoderConfig::read(const ModelLoader& in, bool latent_attention) {
   DecoderConfig c;
   // Bounds far past any released model, so no product of two sizes below can overflow.
   constexpr int64_t kMaxWidth = int64_t{1} << 24, kMaxLayers = 4096;
@@ -41,28 +60,49 @@ DecoderConfig DecoderConfig::read(const ModelLoader& in) {
   c.n_head_kv = bounded("attention.head_count_kv", in.integer("attention.head_count_kv", c.n_head), kMaxWidth);
   c.head_dim = in.integer("attention.key_length", std::max<int64_t>(1, c.n_embd / c.n_head));
   if (c.head_dim * c.n_head > kMaxWidth) in.fail("attention.key_length ", c.head_dim, " x ", c.n_head, " heads exceeds ", kMaxWidth);
-  if (in.integer("attention.value_length", c.head_dim) != c.head_dim)
+  c.latent_attention = latent_attention;
+  if (!latent_attention && in.integer("attention.value_length", c.head_dim) != c.head_dim)
     in.fail("attention.value_length differs from key_length");
   if (c.n_head % c.n_head_kv != 0)
     in.fail("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
   if (c.head_dim % 2 != 0) in.fail("head dim ", c.head_dim, " is odd; rope needs pairs");
-  if (in.integer("rope.dimension_count", c.head_dim) != c.head_dim)
+  if (!latent_attention && in.integer("rope.dimension_count", c.head_dim) != c.head_dim)
     in.fail("rope.dimension_count ", in.integer("rope.dimension_count"), " differs from the head dim ", c.head_dim,
             ": partial rotation is not supported");
   c.context_length = in.integer("context_length");
   c.rms_norm_eps = in.real("attention.layer_norm_rms_epsilon", 1e-6);
   c.rope_freq_base = in.real("rope.freq_base", 10000.0);
-  // llama.cpp: rope.scaling.factor (or the older rope.scale_linear) divides every position;
-  // YaRN's ramp, LongRoPE's factor tensors and an attention factor are not implemented, so a file
-  // asking for them is refused.
+  // llama.cpp: rope.scaling.factor (or the older rope.scale_linear) divides every position
+  // (never under scaling type none); YaRN blends that with the unscaled angles (RopeParams);
+  // LongRoPE's factor tensors are not implemented, so a file asking for them is refused.
   const double factor = in.real("rope.scaling.factor", in.real("rope.scale_linear", 0.0));
   const std::string scaling = in.string("rope.scaling.type", "linear");
-  if (scaling == "longrope" || (scaling != "none" && scaling != "linear" && factor != 0.0 && factor != 1.0))
-    in.fail("rope scaling '", scaling, "' is not supported (none and linear are)");
-  if (const double attn_factor = in.real("rope.scaling.attn_factor", 1.0); attn_factor != 1.0)
-    in.fail("rope.scaling.attn_factor ", attn_factor, " is not supported");
-  c.rope_freq_scale = factor == 0.0 ? 1.0 : 1.0 / factor;
+  if (scaling != "none" && scaling != "linear" && scaling != "yarn")
+    in.fail("rope scaling '", scaling, "' is not supported (none, linear and yarn are)");
+  c.rope_freq_scale = factor == 0.0 || scaling == "none" ? 1.0 : 1.0 / factor;
+  if (scaling == "yarn") {
+    c.yarn_ext_factor = 1.0;
+    c.n_ctx_orig_yarn = in.integer("rope.scaling.original_context_length", c.context_length);
+  }
+  c.rope_attn_factor = in.real("rope.scaling.attn_factor", 1.0);
+  if (!(c.rope_attn_factor > 0 && c.rope_attn_factor < 1e3) || !(c.rope_freq_scale > 0 && c.rope_freq_scale <= 1e3))
+    in.fail("rope scaling factor ", factor, " or attn_factor ", c.rope_attn_factor, " is out of range");
   return c;
+}
+
+void DecoderConfig::read_experts(const ModelLoader& in) {
+  n_expert = in.integer("expert_count");
+  n_expert_used = in.integer("expert_used_count");
+  if (n_expert > 1024) in.fail("expert_count ", n_expert, " exceeds llama.cpp's LLAMA_MAX_EXPERTS (1024)");
+  if (n_expert_used > n_expert) in.fail("expert_used_count ", n_expert_used, " exceeds expert_count ", n_expert);
+  n_expert_groups = in.count("expert_group_count", 0);
+  n_group_used = in.count("expert_group_used_count", 0);
+  if (n_expert_groups >= n_expert) in.fail("expert_group_count ", n_expert_groups, " must be below expert_count ", n_expert);
+  if (n_expert_groups > 1 && (n_expert % n_expert_groups != 0 || n_group_used < 1 || n_group_used >= n_expert_groups ||
+                              n_group_used * (n_expert / n_expert_groups) < n_expert_used))
+    in.fail("expert_group_count ", n_expert_groups, " and expert_group_used_count ", n_group_used,
+            " must divide the ", n_expert, " experts into groups of which 0 < used < count hold the ", n_expert_used,
+            " used");
 }
 
 namespace {
@@ -203,10 +243,27 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   attn_out = rows(n, c.n_embd);
   ffn_inp = rows(n, c.n_embd);
   ffn_norm = rows(n, c.n_embd);
-  if (c.dense_ffn) {
-    ffn_gate = rows(n, c.n_ff);
-    ffn_up = rows(n, c.n_ff);
-    ffn_act = rows(n, c.n_ff);
+  // The dense FFN's buffers also serve the shared experts.
+  if (const int64_t width = std::max(c.dense_ffn ? c.n_ff : 0, c.n_ff_shexp); width > 0) {
+    ffn_gate = rows(n, width);
+    ffn_up = rows(n, width);
+    ffn_act = rows(n, width);
+  }
+  if (c.latent_attention) {
+    if (c.q_lora_rank > 0) {
+      q_a = rows(n, c.q_lora_rank);
+      q_a_norm = rows(n, c.q_lora_rank);
+    }
+    q = rows(n, c.n_head * (c.qk_nope_dim + c.rope_dim));
+    q_pe = rows(n, c.n_head * c.rope_dim);
+    q_pe_rope = rows(n, c.n_head * c.rope_dim);
+    head_in = rows(n, std::max(c.qk_nope_dim, c.kv_lora_rank));
+    head_out = rows(n, std::max(c.kv_lora_rank, c.v_head_dim));
+    kv_cmpr = rows(n, c.kv_lora_rank);
+    kv_cmpr_norm = rows(n, c.kv_lora_rank);
+    k_pe = rows(n, c.rope_dim);
+    k_pe_rope = rows(n, c.rope_dim);
+    kqv_heads = rows(n, c.n_head * c.v_head_dim);
   }
   ffn_out = rows(n, c.n_embd);
   result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);
@@ -231,6 +288,9 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
     moe_margins.resize(size_t(c.n_layer) * size_t(n));
     moe_sequence.resize(size_t(n));
     moe_rank.resize(size_t(c.n_expert));
+    moe_selection.resize(size_t(c.n_expert));
+    moe_group_scores.resize(size_t(std::max<int64_t>(c.n_expert_groups, 1)));
+    moe_group_rank.resize(size_t(std::max<int64_t>(c.n_expert_groups, 1)));
   }
   // One sequence attends at a time: at most min(tokens, kv_capacity) queries over kv_capacity keys.
   kq_scratch = Array::empty(ctx, {c.n_head * std::min(n, kv_capacity) * kv_capacity}, DType::f32);
@@ -327,46 +387,84 @@ void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& 
     for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
 }
 
-void ForwardPass::moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer, int64_t n_used,
-                          bool normalize, float scale, float* out) const {
-  const int64_t E = router.dim(1), n_expert = router.dim(0);
+void ForwardPass::moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer,
+                          const MoeRouting& routing, float* out) const {
+  const int64_t E = router.dim(1), n_expert = router.dim(0), n_used = routing.n_used;
   float* probs = b_.moe_probs.data<float>();
   float* weights = b_.moe_weights.data<float>();
   int32_t* selected = b_.moe_selected.data();
-  // Router: logits, softmax as ggml_soft_max (max, exp, sum in double, times 1/sum).
+  // Router: logits, then softmax as ggml_soft_max (max, exp, sum in double, times 1/sum) or
+  // ggml's sigmoid 1 / (1 + exp(-x)).
   linear(x, router, probs);
   for (int64_t t = 0; t < n_; ++t) {
     float* p = probs + t * n_expert;
-    const float peak = *std::max_element(p, p + n_expert);
-    double sum = 0;
-    for (int64_t e = 0; e < n_expert; ++e) sum += double(p[e] = std::exp(p[e] - peak));
-    const float inv = float(1.0 / sum);
-    for (int64_t e = 0; e < n_expert; ++e) p[e] *= inv;
-    // The n_used most probable, most probable first (the lower id first among equals).
+    if (routing.sigmoid) {
+      for (int64_t e = 0; e < n_expert; ++e) p[e] = 1.0f / (1.0f + std::exp(-p[e]));
+    } else {
+      const float peak = *std::max_element(p, p + n_expert);
+      double sum = 0;
+      for (int64_t e = 0; e < n_expert; ++e) sum += double(p[e] = std::exp(p[e] - peak));
+      const float inv = float(1.0 / sum);
+      for (int64_t e = 0; e < n_expert; ++e) p[e] *= inv;
+    }
+    // The selection scores: the probabilities plus the selection bias (ggml_add).
+    float* selection = b_.moe_selection.data();
+    if (routing.selection_bias != nullptr) {
+      for (int64_t e = 0; e < n_expert; ++e) selection[e] = p[e] + routing.selection_bias[e];
+    } else {
+      std::copy(p, p + n_expert, selection);
+    }
+    // Group-limited routing: the experts outside the best groups_used groups (by the sum of each
+    // group's two best scores) cannot be chosen.
+    float group_margin = 1.0f;
+    if (routing.groups > 1) {
+      const int64_t size = n_expert / routing.groups;
+      float* scores = b_.moe_group_scores.data();
+      for (int64_t g = 0; g < routing.groups; ++g) {
+        const float* q = selection + g * size;
+        const int64_t top = std::max_element(q, q + size) - q;
+        float second = -INFINITY;
+        for (int64_t e = 0; e < size; ++e)
+          if (e != top) second = std::max(second, q[e]);
+        scores[g] = size > 1 ? q[top] + second : q[top];
+      }
+      int32_t* groups = b_.moe_group_rank.data();
+      std::iota(groups, groups + routing.groups, 0);
+      std::partial_sort(groups, groups + routing.groups_used, groups + routing.groups,
+                        [&](int32_t a, int32_t b) { return scores[a] > scores[b] || (scores[a] == scores[b] && a < b); });
+      const float last_group = scores[groups[routing.groups_used - 1]], next_group = scores[groups[routing.groups_used]];
+      group_margin = last_group != 0 ? (last_group - next_group) / std::abs(last_group) : 0.0f;
+      for (int64_t r = routing.groups_used; r < routing.groups; ++r)
+        std::fill(selection + groups[r] * size, selection + (groups[r] + 1) * size, -INFINITY);
+    }
+    // The n_used best scored, best first (the lower id first among equals).
     int32_t* chosen = selected + t * n_used;
     int32_t* ranked = b_.moe_rank.data();
     std::iota(ranked, ranked + n_expert, 0);
-    std::partial_sort(ranked, ranked + n_used, ranked + n_expert,
-                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    std::partial_sort(ranked, ranked + n_used, ranked + n_expert, [&](int32_t a, int32_t b) {
+      return selection[a] > selection[b] || (selection[a] == selection[b] && a < b);
+    });
     std::copy(ranked, ranked + n_used, chosen);
     // How close the choice was: the last chosen expert's lead over the best one left out,
-    // relative to it (1 when every expert is used), kept per layer and row with the choice.
-    float left_out = 0.0f;
-    for (int64_t r = n_used; r < n_expert; ++r) left_out = std::max(left_out, p[ranked[r]]);
-    const float last = p[chosen[n_used - 1]];
-    const float margin = last > 0 ? (last - left_out) / last : 0.0f;
+    // relative to it (1 when every expert is used), and the last chosen group's, kept per
+    // layer and row with the choice.
+    float left_out = -INFINITY;  // masked experts are -inf: never the best left out
+    for (int64_t r = n_used; r < n_expert; ++r) left_out = std::max(left_out, selection[ranked[r]]);
+    const float last = selection[chosen[n_used - 1]];
+    const float expert_margin = left_out == -INFINITY ? 1.0f : last != 0 ? (last - left_out) / std::abs(last) : 0.0f;
+    const float margin = std::min(group_margin, expert_margin);
     b_.moe_margins[size_t(layer) * size_t(b_.tokens) + size_t(t)] = margin;
     int32_t* route = b_.moe_routes.data() + (size_t(layer) * size_t(b_.tokens) + size_t(t)) * size_t(n_used);
     std::copy(chosen, chosen + n_used, route);
     float* w = weights + t * n_used;
     double sum_w = 0;  // ggml_sum_rows sums in double, then rounds
     for (int64_t k = 0; k < n_used; ++k) sum_w += (w[k] = p[chosen[k]]);
-    if (normalize) {
+    if (routing.normalize) {
       const float total = std::max(float(sum_w), 6.103515625e-5f);  // ggml_clamp's floor in build_moe_ffn
       for (int64_t k = 0; k < n_used; ++k) w[k] /= total;
     }
-    if (scale != 0.0f && scale != 1.0f)
-      for (int64_t k = 0; k < n_used; ++k) w[k] *= scale;
+    if (routing.scale != 0.0f && routing.scale != 1.0f)
+      for (int64_t k = 0; k < n_used; ++k) w[k] *= routing.scale;
   }
   // Routing lists: the (token, choice) slots of each expert, in token order.
   int32_t* order = b_.moe_order.data();
@@ -462,7 +560,7 @@ void ForwardPass::attention(int il, const float* q, const float* k, const float*
     const int64_t kv_dim = cache.shape().n_head_kv * head_dim;
     const auto m = static_cast<int64_t>(seq.tokens.size());
     const int64_t start = cache.size(), kv_len = start + m;
-    cache.write_rows(ctx_, il, start, m, k + row * kv_dim, v + row * kv_dim);
+    cache.write_rows(ctx_, il, start, m, k + row * kv_dim, v ? v + row * kv_dim : nullptr);
     // ggml takes its f16-accumulator kernel for fewer than GGML_FA_TILE_Q (64) query rows and
     // a tiled f32 one, like tempra's own attention, from 64 on (ggml-cpu/ops.cpp).
     if (numerics_ == Numerics::ggml && cache.type() == KvCacheType::f16 && m < 64)
@@ -472,6 +570,59 @@ void ForwardPass::attention(int il, const float* q, const float* k, const float*
                    out + row * q_dim, window);
     row += m;
   }
+}
+
+namespace {
+// dst[r, dst_at + j] = src[r, src_at + j] for j < width over `rows` rows of the given widths.
+void copy_columns(const float* src, int64_t src_width, int64_t src_at, float* dst, int64_t dst_width,
+                  int64_t dst_at, int64_t width, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy(src + r * src_width + src_at, src + r * src_width + src_at + width, dst + r * dst_width + dst_at);
+}
+}  // namespace
+
+void ForwardPass::latent_attention(int il, const float* x, const LatentAttentionWeights& w, const RopeParams& rope,
+                                   double kq_scale, double eps, float* out) const {
+  const int64_t H = int64_t(w.attn_k_b.size()), nope = w.attn_k_b.front().dim(1);
+  const int64_t R = rope.n_dims, L = w.attn_k_b.front().dim(0), V = w.attn_v_b.front().dim(0);
+  const int64_t qk = nope + R, row = L + R;  // a query head before absorption; a cache row
+  float *q = b_.q.data<float>(), *q_pe = b_.q_pe.data<float>(), *q_pe_rope = b_.q_pe_rope.data<float>(),
+        *head_in = b_.head_in.data<float>(), *head_out = b_.head_out.data<float>(),
+        *kv_cmpr_pe = b_.Kcur.data<float>(), *kv_cmpr = b_.kv_cmpr.data<float>(),
+        *kv_cmpr_norm = b_.kv_cmpr_norm.data<float>(), *k_pe = b_.k_pe.data<float>(),
+        *k_pe_rope = b_.k_pe_rope.data<float>(), *Kcur = b_.Krope.data<float>(), *Qcur = b_.Qcur.data<float>(),
+        *kqv_out = b_.kqv_out.data<float>(), *kqv_heads = b_.kqv_heads.data<float>();
+  if (w.attn_q_a.defined()) {
+    linear(x, w.attn_q_a, b_.q_a.data<float>());
+    rms_norm(b_.q_a.data<float>(), n_, w.attn_q_a.dim(0), w.attn_q_a_norm, eps, b_.q_a_norm.data<float>());
+    linear(b_.q_a_norm.data<float>(), w.attn_q_b, q);
+  } else {
+    linear(x, w.attn_q, q);
+  }
+  linear(x, w.attn_kv_a_mqa, kv_cmpr_pe);
+  copy_columns(kv_cmpr_pe, row, 0, kv_cmpr, L, 0, L, n_);
+  copy_columns(kv_cmpr_pe, row, L, k_pe, R, 0, R, n_);
+  this->rope(k_pe, 1, R, rope, k_pe_rope);
+  rms_norm(kv_cmpr, n_, L, w.attn_kv_a_norm, eps, kv_cmpr_norm);
+  // The cache row [latent | k_pe] (llama.cpp's Kcur) and the query rows [absorbed | q_pe].
+  copy_columns(kv_cmpr_norm, L, 0, Kcur, row, 0, L, n_);
+  copy_columns(k_pe_rope, R, 0, Kcur, row, L, R, n_);
+  for (int64_t h = 0; h < H; ++h) copy_columns(q, H * qk, h * qk + nope, q_pe, H * R, h * R, R, n_);
+  this->rope(q_pe, H, R, rope, q_pe_rope);
+  for (int64_t h = 0; h < H; ++h) {
+    copy_columns(q, H * qk, h * qk, head_in, nope, 0, nope, n_);
+    linear(head_in, w.attn_k_b[size_t(h)], head_out);
+    copy_columns(head_out, L, 0, Qcur, H * row, h * row, L, n_);
+    copy_columns(q_pe_rope, H * R, h * R, Qcur, H * row, h * row + L, R, n_);
+  }
+  // Each value is its key row; the first L dims of every head's output are the attended latent.
+  attention(il, Qcur, Kcur, nullptr, H, kq_scale, kqv_out);
+  for (int64_t h = 0; h < H; ++h) {
+    copy_columns(kqv_out, H * row, h * row, head_in, L, 0, L, n_);
+    linear(head_in, w.attn_v_b[size_t(h)], head_out);
+    copy_columns(head_out, V, 0, kqv_heads, H * V, h * V, V, n_);
+  }
+  linear(kqv_heads, w.attn_output, out);
 }
 
 void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, const Array& down,

@@ -60,24 +60,81 @@ struct DecoderConfig {
   int64_t context_length = 0;
   double rms_norm_eps = 1e-6;
   double rope_freq_base = 10000.0;
-  double rope_freq_scale = 1.0;  // 1 / rope.scaling.factor for linear scaling
+  double rope_freq_scale = 1.0;  // 1 / rope.scaling.factor for linear and YaRN scaling
+  // YaRN (rope.scaling.type yarn; llama.cpp's cparams): the ramp's strength (1 under YaRN, 0
+  // otherwise), its beta_fast/beta_slow rotations over n_ctx_orig_yarn training positions
+  // (rope.scaling.original_context_length, default context_length); rope.scaling.attn_factor;
+  // and YaRN's log multiplier (deepseek2's mscale_all_dim; 0: none), see yarn_attn_factor().
+  double yarn_ext_factor = 0.0, yarn_beta_fast = 32.0, yarn_beta_slow = 1.0;
+  int64_t n_ctx_orig_yarn = 0;
+  double rope_attn_factor = 1.0, rope_yarn_log_mul = 0.0;
   // Mixtures of experts (0 for dense models): experts per layer, experts each token uses, and
   // each expert's feed-forward width.
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  // Group-limited routing (expert_group_count > 1; 0 otherwise): the experts fall into
+  // n_expert_groups equal groups and each token chooses among the n_group_used best groups.
+  int64_t n_expert_groups = 0, n_group_used = 0;
   // False when no layer has a dense gated FFN (every one a mixture of experts): the buffers
   // then have no ffn_gate, ffn_up, ffn_act of n_ff columns.
   bool dense_ffn = true;
+
+  // Multi-head latent attention (deepseek2; all 0 otherwise): queries through a rank
+  // q_lora_rank bottleneck (0: one matrix); keys and values compressed to one kv_lora_rank
+  // latent per token; each head's query and key have qk_nope_dim unrotated and rope_dim rotated
+  // dims, its value v_head_dim. The cache holds one row per token of head_dim = kv_lora_rank +
+  // rope_dim (n_head_kv 1), whose first kv_lora_rank values are also its value
+  // (KvCacheShape::values_in_keys).
+  bool latent_attention = false;
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, rope_dim = 0, v_head_dim = 0;
+  // Shared experts beside the routed ones (deepseek2): their total width (0: none); and the
+  // leading layers whose FFN is dense (n_ff wide) before the mixtures of experts begin.
+  int64_t n_ff_shexp = 0;
+  int n_layer_dense_lead = 0;
+  // llama.cpp's special case of deepseek2: YaRN's log multiplier also sets mscale (see
+  // yarn_attn_factor).
+  bool yarn_log_mul_sets_mscale = false;
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   // The ModelInfo of a model of this shape.
   ModelInfo info(std::string architecture) const;
+  // The rope of this model over the first n_dims dims of each head: base, scaling and YaRN as
+  // llama.cpp's graph passes them to ggml_rope_ext.
+  RopeParams rope(RopeMode mode, int64_t n_dims) const;
+  // The magnitude llama.cpp gives YaRN's rotation (llama_context's yarn_attn_factor; ggml's
+  // rope multiplies it by 1 + 0.1 ln(1 / freq_scale) again), in f32 as there: under YaRN
+  // mscale(factor, m) / mscale(factor, log_mul) / (1 + 0.1 ln factor) with mscale(s, m) =
+  // 1 + 0.1 m ln s, where m is 1, or log_mul when yarn_log_mul_sets_mscale and log_mul is not
+  // 1; times rope_attn_factor.
+  double yarn_attn_factor() const;
 
   // block_count, context_length, embedding_length, feed_forward_length, attention.head_count,
   // head_count_kv (default head_count), key_length (default n_embd / n_head; value_length must
-  // equal it), layer_norm_rms_epsilon (default 1e-6), rope.freq_base (default 10000), and
-  // rope.scaling.type none/linear with rope.scaling.factor; n_vocab is token_embd's row count.
-  static DecoderConfig read(const ModelLoader& in);
+  // equal it and rope.dimension_count too, unless latent_attention, whose architecture reads
+  // its own), layer_norm_rms_epsilon (default 1e-6), rope.freq_base (default 10000), and
+  // rope.scaling.type none/linear/yarn with rope.scaling.factor, original_context_length and
+  // attn_factor; n_vocab is token_embd's row count.
+  static DecoderConfig read(const ModelLoader& in, bool latent_attention = false);
+  // A mixture of experts' counts as llama.cpp's load_hparams checks them: expert_count (at most
+  // 1024), expert_used_count (at most expert_count), expert_group_count and
+  // expert_group_used_count (groups dividing the experts, 0 < used < groups).
+  void read_experts(const ModelLoader& in);
+};
+
+// How moe_ffn routes each token (llama.cpp's build_moe_ffn): the router's probabilities are
+// softmax(logits), or sigmoid(logits) each when `sigmoid`; an expert's selection score is its
+// probability plus selection_bias[e] (DeepSeek-V3's exp_probs_b; null: none); the token takes
+// its n_used best-scored experts, among the experts of its `groups_used` best groups when
+// `groups` > 1 (a group's score: the sum of its two best scores); their probabilities (without
+// the bias) are the weights, divided by their sum when `normalize`, then times `scale` unless
+// it is 0 or 1.
+struct MoeRouting {
+  int64_t n_used = 0;
+  bool normalize = false;
+  float scale = 0.0f;
+  int64_t groups = 0, groups_used = 0;
+  bool sigmoid = false;
+  const float* selection_bias = nullptr;
 };
 
 // The intermediates of one forward pass of up to `tokens` rows, f32 and token-major, named after
@@ -96,12 +153,21 @@ struct DecoderBuffers final : ForwardBuffers {
   // output [tokens, n_embd]; every (token, choice)'s weighted output [tokens, n_expert_used,
   // n_embd]; and the routing lists: the (token, choice) slots of each expert, expert by expert.
   Array moe_probs, moe_weights, moe_rows, moe_gate, moe_up, moe_act, moe_down, moe_slots;
-  std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor, moe_sequence, moe_rank;
+  // Multi-head latent attention (empty otherwise; DecoderConfig's dims): the query's bottleneck
+  // and its norm [tokens, q_lora_rank]; the query [tokens, n_head, qk_nope + rope]; its rope
+  // parts gathered and rotated [tokens, n_head, rope]; one head's slice of a batch gathered
+  // [tokens, max(qk_nope, kv_lora)] and its product [tokens, max(kv_lora, v_head)]; the
+  // compressed KV row's latent and its norm [tokens, kv_lora], its rope part and that rotated
+  // [tokens, rope]; and the heads' values [tokens, n_head * v_head].
+  Array q_a, q_a_norm, q, q_pe, q_pe_rope, head_in, head_out, kv_cmpr, kv_cmpr_norm, k_pe, k_pe_rope, kqv_heads;
+  std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor, moe_sequence, moe_rank, moe_group_rank;
+  std::vector<float> moe_selection, moe_group_scores;  // one token's selection scores, its groups' scores
   // After a forward pass, per MoE layer (moe_ffn's `layer`: the ExpertSource index; for
   // qwen3moe every decoder layer) and row: the experts chosen, most probable first
   // (moe_routes [layer][row][n_expert_used]), and how close the choice was (moe_margins
   // [layer][row]: the last chosen expert's probability lead over the best expert left out,
-  // relative to it; 1 when no choice was made or every expert is used). A margin within the
+  // relative to it, and under group-limited routing the same of the last chosen group's score,
+  // whichever is smaller; 1 when no choice was made or every expert is used). A margin within the
   // engines' rounding noise means another engine may route the token differently: the oracle
   // tests compare the routes with llama.cpp's (tests/llm/qwen3moe_oracle_test.cpp).
   std::vector<int32_t> moe_routes;
@@ -157,6 +223,18 @@ class DecoderModel : public Model {
   std::shared_ptr<ExpertCache> expert_cache_;
 };
 
+// The weights of one layer's multi-head latent attention (llama.cpp's deepseek2 names, in
+// DecoderConfig's dims): the query as attn_q_a [q_lora, n_embd], its norm, attn_q_b [n_head *
+// (qk_nope + rope), q_lora], or as one attn_q [n_head * (qk_nope + rope), n_embd] when q_lora_rank
+// is 0; attn_kv_a_mqa [kv_lora + rope, n_embd] and the latent's norm; per head, attn_k_b
+// [kv_lora, qk_nope] (absorbed into the query) and attn_v_b [v_head, kv_lora] (decompresses
+// the attended latent); attn_output [n_embd, n_head * v_head].
+struct LatentAttentionWeights {
+  Array attn_q_a, attn_q_a_norm, attn_q_b, attn_q, attn_kv_a_mqa, attn_kv_a_norm;
+  std::vector<Array> attn_k_b, attn_v_b;
+  Array attn_output;
+};
+
 class ForwardPass {
  public:
   // `buffers` must be a DecoderBuffers; `op` names the architecture in errors.
@@ -183,24 +261,34 @@ class ForwardPass {
   // Causal self-attention per sequence over its own cache at layer `il`: writes the rows'
   // keys and values (k, v: [rows, n_head_kv * head_dim]) into the cache, then each query row
   // (q: [rows, n_head * head_dim]) attends to its sequence's keys up to its own position.
-  // window > 0: sliding attention over the last `window` positions (KvCache::attend).
+  // window > 0: sliding attention over the last `window` positions (KvCache::attend). v is
+  // null when the cache holds the values in the keys.
   void attention(int il, const float* q, const float* k, const float* v, int64_t n_head, double scale,
                  float* out, int64_t window = 0) const;
+  // Multi-head latent attention with the absorption of llama.cpp's deepseek2 graph (is_mla): the
+  // query q (through the bottleneck when there is one) split per head into q_nope and q_pe; the
+  // compressed row kv_cmpr_pe = attn_kv_a_mqa x split into the latent (normed) and k_pe; q_pe
+  // and k_pe rotated by `rope`; each head's q_nope absorbed into latent space by attn_k_b, so
+  // the heads attend as multi-query attention over the cache rows [latent | k_pe] with query
+  // rows [absorbed q_nope | q_pe], and each value is the row's latent (values_in_keys); each
+  // head's result decompressed by attn_v_b, then out = attn_output x the heads. x: the normed
+  // input [rows, n_embd]; out [rows, n_embd].
+  void latent_attention(int il, const float* x, const LatentAttentionWeights& w, const RopeParams& rope,
+                        double kq_scale, double eps, float* out) const;
   // out = down(act(gate x) * up x), through the buffers' ffn_gate, ffn_up and ffn_act; `act`
   // is silu for SwiGLU (Llama, Qwen), gelu_tanh for GeGLU (Gemma; under Numerics::ggml as
   // ggml's CPU GeGLU rounds it: the gate to f16, its gelu to f16, 0 below -10, x from 10).
   void gated_ffn(const float* x, const Array& gate, const Array& up, const Array& down, UnaryOp act,
                  float* out) const;
-  // The mixture-of-experts FFN (llama.cpp's build_moe_ffn with softmax gating, SwiGLU experts):
-  // router probabilities softmax(router x); each token's n_expert_used most probable experts,
-  // their probabilities as weights (divided by their sum when normalize, then times `scale`
-  // unless it is 0 or 1); out = sum over the chosen experts, most probable first, of weight x
+  // The mixture-of-experts FFN (llama.cpp's build_moe_ffn, SwiGLU experts): router
+  // probabilities from router x; each token's experts and weights as `routing` says; out = sum
+  // over the chosen experts, best first, of weight x
   // down_e(silu(gate_e x) * up_e x). Tokens are grouped by expert, so each expert's matrices are
   // read once per batch for all the rows routed to it (each sequence's rows on the path its
   // own count of them takes, so batching changes no row's bits). The experts are `layer`'s of
   // `experts` (experts.h), asked for one at a time in ascending order after one will_use().
-  void moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer, int64_t n_used,
-               bool normalize, float scale, float* out) const;
+  void moe_ffn(const float* x, const Array& router, const ExpertSource& experts, int layer, const MoeRouting& routing,
+               float* out) const;
   // out[j] = a[j] + b[j] over rows() x width.
   void add(const float* a, const float* b, int64_t width, float* out) const;
   // x[j] *= s over rows() x width (ggml_scale).

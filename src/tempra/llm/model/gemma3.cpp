@@ -104,9 +104,11 @@ void Gemma3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch,
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams global_rope{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = c.rope_freq_base,
-                               .freq_scale = c.rope_freq_scale};
-  const RopeParams local_rope{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = rope_freq_base_local_};
+  const RopeParams global_rope = c.rope(RopeMode::neox, c.head_dim);
+  // Local layers: their own base, never scaled (llama.cpp's rope_freq_scale_train_swa).
+  RopeParams local_rope = global_rope;
+  local_rope.freq_base = rope_freq_base_local_;
+  local_rope.freq_scale = 1.0;
   const double eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),
         *Kcur = b.Kcur.data<float>(), *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),

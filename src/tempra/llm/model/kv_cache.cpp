@@ -28,13 +28,14 @@ KvCache::KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type) 
           quant::kBlock32, ", got ", shape.head_dim);
     const auto blocks = static_cast<size_t>(shape.n_head_kv * shape.capacity * (shape.head_dim / quant::kBlock32));
     key_blocks_.assign(static_cast<size_t>(shape.n_layer), std::vector<quant::BlockQ8_0>(blocks));
-    value_blocks_.assign(static_cast<size_t>(shape.n_layer), std::vector<quant::BlockQ8_0>(blocks));
+    if (!shape.values_in_keys)
+      value_blocks_.assign(static_cast<size_t>(shape.n_layer), std::vector<quant::BlockQ8_0>(blocks));
     return;
   }
   const Dims dims{shape.n_head_kv, shape.capacity, shape.head_dim};
   for (int i = 0; i < shape.n_layer; ++i) {
     keys_.push_back(Array::zeros(ctx, dims, storage_dtype(type)));
-    values_.push_back(Array::zeros(ctx, dims, storage_dtype(type)));
+    if (!shape.values_in_keys) values_.push_back(Array::zeros(ctx, dims, storage_dtype(type)));
   }
 }
 
@@ -69,20 +70,21 @@ void KvCache::write(ExecContext& ctx, int layer, int64_t start, const Array& k, 
         start + n, ") do not continue the cache of ", size_, " positions within its capacity ", shape_.capacity);
   if (type_ == KvCacheType::q8_0) {
     write_q8_0(ctx, key_blocks_[size_t(layer)], start, k);
-    write_q8_0(ctx, value_blocks_[size_t(layer)], start, v);
+    if (!shape_.values_in_keys) write_q8_0(ctx, value_blocks_[size_t(layer)], start, v);
     return;
   }
   const DType dtype = storage_dtype(type_);
   copy_into(ctx, k.dtype() == dtype ? k : cast(ctx, k, dtype), keys_[layer].narrow(1, start, n));
-  copy_into(ctx, v.dtype() == dtype ? v : cast(ctx, v, dtype), values_[layer].narrow(1, start, n));
+  if (!shape_.values_in_keys)
+    copy_into(ctx, v.dtype() == dtype ? v : cast(ctx, v, dtype), values_[layer].narrow(1, start, n));
 }
 
 Array KvCache::read(ExecContext& ctx, bool keys, int layer, int64_t length, const char* what) const {
   check(layer >= 0 && layer < shape_.n_layer && length >= 0 && length <= shape_.capacity, what, "layer ", layer,
         ", length ", length, " out of range for a cache of ", shape_.n_layer, " layers and capacity ", shape_.capacity);
   const auto at = static_cast<size_t>(layer);
-  if (type_ == KvCacheType::q8_0) return read_q8_0(ctx, keys ? key_blocks_[at] : value_blocks_[at], length);
-  Array view = (keys ? keys_[at] : values_[at]).narrow(1, 0, length).unsqueeze(0);
+  if (type_ == KvCacheType::q8_0) return read_q8_0(ctx, keys ? key_blocks_[at] : value_blocks(at), length);
+  Array view = (keys ? keys_[at] : value_array(at)).narrow(1, 0, length).unsqueeze(0);
   return view.dtype() == DType::f32 ? view : cast(ctx, view, DType::f32);
 }
 
@@ -104,24 +106,24 @@ void KvCache::write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, 
   for (int64_t t = 0; t < n; ++t)
     for (int64_t h = 0; h < H; ++h) {
       const float* k_row = k + (t * H + h) * D;
-      const float* v_row = v + (t * H + h) * D;
+      const float* v_row = shape_.values_in_keys ? nullptr : v + (t * H + h) * D;
       const int64_t slot = h * C + start + t;  // [n_head_kv, capacity, head_dim]
       switch (type_) {
         case KvCacheType::f32:
           std::memcpy(keys_[at].data<float>() + slot * D, k_row, size_t(D) * sizeof(float));
-          std::memcpy(values_[at].data<float>() + slot * D, v_row, size_t(D) * sizeof(float));
+          if (v_row) std::memcpy(values_[at].data<float>() + slot * D, v_row, size_t(D) * sizeof(float));
           break;
         case KvCacheType::f16: {
           // The conversion table rounds to nearest even on every backend: cast()'s bits.
           const auto& narrow = kernels_for(ctx.backend()).f32_to_f16;
           narrow(k_row, keys_[at].data<f16_t>() + slot * D, D, ctx.threads());
-          narrow(v_row, values_[at].data<f16_t>() + slot * D, D, ctx.threads());
+          if (v_row) narrow(v_row, values_[at].data<f16_t>() + slot * D, D, ctx.threads());
           break;
         }
         case KvCacheType::q8_0: {
           const int64_t per_row = D / quant::kBlock32;
           quant::quantize_row_q8_0(k_row, &key_blocks_[at][size_t(slot * per_row)], D);
-          quant::quantize_row_q8_0(v_row, &value_blocks_[at][size_t(slot * per_row)], D);
+          if (v_row) quant::quantize_row_q8_0(v_row, &value_blocks_[at][size_t(slot * per_row)], D);
           break;
         }
       }
@@ -140,17 +142,17 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
   const int64_t H = shape_.n_head_kv, D = shape_.head_dim;
   switch (type_) {
     case KvCacheType::f32:
-      kernels.cache_attention_f32({q, keys_[at].data<float>(), values_[at].data<float>(), out, q_heads, H, q_len,
+      kernels.cache_attention_f32({q, keys_[at].data<float>(), value_array(at).data<float>(), out, q_heads, H, q_len,
                                    kv_len, D, shape_.capacity * D, scale, window},
                                   scores, ctx.threads());
       return;
     case KvCacheType::f16:
-      kernels.cache_attention_f16({q, keys_[at].data<f16_t>(), values_[at].data<f16_t>(), out, q_heads, H, q_len,
+      kernels.cache_attention_f16({q, keys_[at].data<f16_t>(), value_array(at).data<f16_t>(), out, q_heads, H, q_len,
                                    kv_len, D, shape_.capacity * D, scale, window},
                                   scores, ctx.threads());
       return;
     case KvCacheType::q8_0:
-      kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks_[at].data(), out, q_heads, H, q_len,
+      kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks(at).data(), out, q_heads, H, q_len,
                                     kv_len, D, shape_.capacity * D, scale, window},
                                    scores, ctx.threads());
       return;
@@ -168,7 +170,7 @@ void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const flo
   const auto at = static_cast<size_t>(layer);
   const int64_t H = shape_.n_head_kv, D = shape_.head_dim, group = q_heads / H;
   const f16_t* keys = keys_[at].data<f16_t>();
-  const f16_t* values = values_[at].data<f16_t>();
+  const f16_t* values = value_array(at).data<f16_t>();
   const auto to_f32 = [](f16_t h) { return f16_bits_to_f32(h.bits); };
   const auto to_f16 = [](float x) { return f16_t{f32_to_f16_bits(x)}; };
   const float kq_scale = static_cast<float>(scale);

@@ -35,6 +35,10 @@ struct KvCacheShape {
   int64_t n_head_kv = 0;
   int64_t head_dim = 0;
   int64_t capacity = 0;  // the most token positions the cache can hold
+  // Multi-head latent attention (deepseek2): each position's value is its key row itself, of
+  // which the model reads the leading dims it needs, so no value is stored (llama.cpp's MLA
+  // cache holds the compressed rows once; it views V inside K). Writes ignore v.
+  bool values_in_keys = false;
 };
 
 class KvCache {
@@ -46,7 +50,8 @@ class KvCache {
   int64_t size() const { return size_; }
   int64_t capacity() const { return shape_.capacity; }
 
-  // Stores k and v, each [n_head_kv, n, head_dim] (any float dtype, any strides), at positions
+  // Stores k and v (v's values unread when values_in_keys; its shape still checked), each
+  // [n_head_kv, n, head_dim] (any float dtype, any strides), at positions
   // [start, start + n) of `layer`. start must not exceed size() and start + n not capacity().
   void write(ExecContext& ctx, int layer, int64_t start, const Array& k, const Array& v);
   // The first `length` positions of `layer` as f32 [1, n_head_kv, length, head_dim], the layout
@@ -57,7 +62,8 @@ class KvCache {
   // Allocation-free entries for a forward pass over raw buffers. Bounds are checked; pointers
   // must hold what is said.
   // k and v: contiguous f32 [n, n_head_kv, head_dim] (token-major, as a projection writes
-  // them), stored at positions [start, start + n) of `layer`.
+  // them), stored at positions [start, start + n) of `layer` (v unread, and may be null, when
+  // values_in_keys).
   void write_rows(ExecContext& ctx, int layer, int64_t start, int64_t n, const float* k, const float* v);
   // Causal attention of q_len queries, q token-major f32 [q_len, q_heads, head_dim], placed at
   // positions kv_len - q_len ... kv_len - 1, over positions [0, kv_len) of `layer`; writes out
@@ -90,6 +96,11 @@ class KvCache {
   std::vector<Array> keys_, values_;  // f32/f16: per layer [n_head_kv, capacity, head_dim]
   // q8_0: per layer, blocks in [n_head_kv, capacity, head_dim / 32] order.
   std::vector<std::vector<quant::BlockQ8_0>> key_blocks_, value_blocks_;
+  // Where layer `at`'s values lie: their own buffers, or the keys' (values_in_keys).
+  const Array& value_array(size_t at) const { return shape_.values_in_keys ? keys_[at] : values_[at]; }
+  const std::vector<quant::BlockQ8_0>& value_blocks(size_t at) const {
+    return shape_.values_in_keys ? key_blocks_[at] : value_blocks_[at];
+  }
 };
 
 }  // namespace tempra::llm

@@ -80,11 +80,8 @@ void LlamaModel::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams rope{.mode = RopeMode::normal,
-                        .n_dims = c.head_dim,
-                        .freq_base = c.rope_freq_base,
-                        .freq_scale = c.rope_freq_scale,
-                        .freq_factors = rope_freqs_.defined() ? rope_freqs_.data<float>() : nullptr};
+  RopeParams rope = c.rope(RopeMode::normal, c.head_dim);
+  rope.freq_factors = rope_freqs_.defined() ? rope_freqs_.data<float>() : nullptr;
   const double eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),
         *Kcur = b.Kcur.data<float>(), *Vcur = b.Vcur.data<float>(), *Qrope = b.Qrope.data<float>(),

@@ -40,6 +40,14 @@ int64_t ModelLoader::count(const std::string& key, int64_t fallback) const {
   return *v;
 }
 
+bool ModelLoader::flag(const std::string& key, bool fallback) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr) return fallback;
+  if (!value->is<bool>()) fail("metadata key '", full, "' must be a bool");
+  return std::get<bool>(value->value);
+}
+
 double ModelLoader::real(const std::string& key, double fallback) const {
   const std::string full = arch_ + "." + key;
   const io::GgufValue* value = gguf_.metadata().find(full);

@@ -34,6 +34,8 @@ class ModelLoader {
   int64_t integer(const std::string& key, std::optional<int64_t> fallback = std::nullopt) const;
   // `ARCH.key`, a non-negative integer (0 allowed: "none"), or `fallback` when absent.
   int64_t count(const std::string& key, int64_t fallback) const;
+  // `ARCH.key`, a bool, or `fallback` when absent.
+  bool flag(const std::string& key, bool fallback) const;
   // `ARCH.key`, a float (f32 or f64 in the file), or `fallback` when absent.
   double real(const std::string& key, double fallback) const;
   // `ARCH.key`, a string, or `fallback` when absent.

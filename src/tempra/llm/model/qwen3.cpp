@@ -67,8 +67,7 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams rope{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = c.rope_freq_base,
-                        .freq_scale = c.rope_freq_scale};
+  const RopeParams rope = c.rope(RopeMode::neox, c.head_dim);
   const double kq_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),
         *Kcur = b.Kcur.data<float>(), *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),

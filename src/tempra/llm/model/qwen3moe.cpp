@@ -19,17 +19,12 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf, const LoadOptions& 
   Qwen3MoeModel m;
   m.load_embeddings_and_head(in);
   DecoderConfig& c = m.config_;
-  c.n_expert = in.integer("expert_count");
-  c.n_expert_used = in.integer("expert_used_count");
-  if (c.n_expert > 1024) in.fail("expert_count ", c.n_expert, " exceeds llama.cpp's LLAMA_MAX_EXPERTS (1024)");
-  if (c.n_expert_used > c.n_expert)
-    in.fail("expert_used_count ", c.n_expert_used, " exceeds expert_count ", c.n_expert);
+  c.read_experts(in);
   // llama.cpp: 0 or absent falls back to feed_forward_length / expert_used_count.
   c.n_ff_exp = in.count("expert_feed_forward_length", 0);
   if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
   if (c.n_ff_exp <= 0 || c.n_ff_exp > (int64_t{1} << 24)) in.fail("expert width ", c.n_ff_exp, " is out of range");
   c.dense_ffn = false;  // every layer's FFN is the experts
-  if (in.count("expert_group_count", 1) > 1) in.fail("expert_group_count > 1 (group-limited routing) is not supported");
   const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -86,8 +81,7 @@ void Qwen3MoeModel::forward(ExecContext& ctx, std::span<const SequenceRows> batc
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams rope{.mode = RopeMode::neox, .n_dims = c.head_dim, .freq_base = c.rope_freq_base,
-                        .freq_scale = c.rope_freq_scale};
+  const RopeParams rope = c.rope(RopeMode::neox, c.head_dim);
   const double kq_scale = 1.0f / std::sqrt(float(c.head_dim)), eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),
         *Kcur = b.Kcur.data<float>(), *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),
@@ -111,7 +105,9 @@ void Qwen3MoeModel::forward(ExecContext& ctx, std::span<const SequenceRows> batc
     pass.add(attn_out, inpL, E, ffn_inp);
 
     pass.rms_norm(ffn_inp, n, E, layer.ffn_norm, eps, ffn_norm);
-    pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, *experts_, il, c.n_expert_used, true, 0.0f, ffn_moe_out);
+    pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, *experts_, il,
+                 {.n_used = c.n_expert_used, .normalize = true, .groups = c.n_expert_groups, .groups_used = c.n_group_used},
+                 ffn_moe_out);
     pass.add(ffn_moe_out, ffn_inp, E, inpL);
   }
   pass.output(inpL, output_norm_, eps, output_);

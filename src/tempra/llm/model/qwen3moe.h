@@ -8,7 +8,7 @@
 // attention (qwen3.h) and, per layer, the router ffn_gate_inp [n_expert, n_embd] and the
 // experts stacked as ffn_gate_exps / ffn_up_exps [n_expert, n_ff_exp, n_embd] and ffn_down_exps
 // [n_expert, n_embd, n_ff_exp], through ModelLoader's checks; attention biases, per-expert
-// scales and group-limited routing (expert_group_count > 1) are refused by name. Forward, buffers and allocation as
+// scales are refused by name; group-limited routing (expert_group_count > 1) as llama.cpp does it. Forward, buffers and allocation as
 // the other decoders' (decoder.h).
 //
 // The graph: Qwen3's, with the feed-forward block replaced by ForwardPass::moe_ffn: softmax

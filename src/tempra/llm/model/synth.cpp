@@ -344,6 +344,58 @@ SynthSpec SynthSpec::qwen3moe_a3b_8l() {
           .n_ff_exp = 768};
 }
 
+SynthSpec SynthSpec::deepseek2_tiny() {
+  return {.n_layer = 3,
+          .n_embd = 256,
+          .n_ff = 512,
+          .n_head = 4,
+          .n_head_kv = 1,
+          .head_dim = 128 + 32,
+          .n_vocab = 1000,
+          .tied_embeddings = false,
+          .rope_freq_base = 10000.0,
+          .context_length = 4096,
+          .architecture = "deepseek2",
+          .n_expert = 8,
+          .n_expert_used = 2,
+          .n_ff_exp = 128,
+          .n_expert_shared = 1,
+          .n_layer_dense_lead = 1,
+          .kv_lora_rank = 128,
+          .qk_nope_dim = 64,
+          .qk_rope_dim = 32,
+          .v_head_dim = 64,
+          .yarn_factor = 40,
+          .yarn_original_context = 512,
+          .yarn_mscale_all_dim = 0.707};
+}
+
+SynthSpec SynthSpec::deepseek2_lite_4l() {
+  return {.n_layer = 4,
+          .n_embd = 2048,
+          .n_ff = 10944,
+          .n_head = 16,
+          .n_head_kv = 1,
+          .head_dim = 512 + 64,
+          .n_vocab = 102400,
+          .tied_embeddings = false,
+          .rope_freq_base = 10000.0,
+          .context_length = 163840,
+          .architecture = "deepseek2",
+          .n_expert = 64,
+          .n_expert_used = 6,
+          .n_ff_exp = 1408,
+          .n_expert_shared = 2,
+          .n_layer_dense_lead = 1,
+          .kv_lora_rank = 512,
+          .qk_nope_dim = 128,
+          .qk_rope_dim = 64,
+          .v_head_dim = 128,
+          .yarn_factor = 40,
+          .yarn_original_context = 4096,
+          .yarn_mscale_all_dim = 0.707};
+}
+
 SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name) {
   if (architecture == "qwen3" && name == "tiny") return tiny();
   if (architecture == "qwen3" && (name == "0.6b" || name == "0.6B")) return qwen3_0_6b();
@@ -351,11 +403,16 @@ SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name
   if (architecture == "llama" && (name == "1b" || name == "1B")) return llama_1b();
   if (architecture == "qwen3moe" && name == "tiny") return qwen3moe_tiny();
   if (architecture == "qwen3moe" && (name == "a3b-8l" || name == "A3B-8L")) return qwen3moe_a3b_8l();
+  if (architecture == "deepseek2" && name == "tiny") return deepseek2_tiny();
+  if (architecture == "deepseek2" && (name == "lite-4l" || name == "LITE-4L")) return deepseek2_lite_4l();
   if (architecture == "gemma3" && name == "tiny") return gemma3_tiny();
   if (architecture == "gemma3" && (name == "1b" || name == "1B")) return gemma3_1b();
   check(find_architecture(architecture) != nullptr, "synth", "architecture '", architecture,
         "' is not supported (supported: ", supported_architectures(), ")");
-  const char* presets = architecture == "qwen3" ? "tiny, 0.6b" : architecture == "qwen3moe" ? "tiny, a3b-8l" : "tiny, 1b";
+  const char* presets = architecture == "qwen3"       ? "tiny, 0.6b"
+                        : architecture == "qwen3moe"  ? "tiny, a3b-8l"
+                        : architecture == "deepseek2" ? "tiny, lite-4l"
+                                                      : "tiny, 1b";
   fail("synth", "no preset '", name, "' for ", architecture, " (", presets, ")");
 }
 
@@ -371,6 +428,10 @@ void SynthTable::matrix(const std::string& name, int64_t cols, int64_t rows) {
 
 void SynthTable::norm(const std::string& name, int64_t n) {
   tensors_.push_back({prefix_ + name + ".weight", {n}, SynthTensor::Kind::norm});
+}
+
+void SynthTable::bias(const std::string& name, int64_t n) {
+  tensors_.push_back({prefix_ + name + ".bias", {n}, SynthTensor::Kind::norm});
 }
 
 void SynthTable::experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert) {
@@ -422,7 +483,13 @@ void add_synth_hparams(io::GgufMetadata& m, const SynthSpec& s) {
   m.add(a + "rope.freq_base", {static_cast<float>(s.rope_freq_base)});
   m.add(a + "attention.layer_norm_rms_epsilon", {static_cast<float>(s.rms_norm_eps)});
   m.add(a + "attention.key_length", {uint32_t(s.head_dim)});
-  m.add(a + "attention.value_length", {uint32_t(s.head_dim)});
+  // Latent attention: the value is the cache row's latent (llama.cpp's converter).
+  m.add(a + "attention.value_length", {uint32_t(s.kv_lora_rank > 0 ? s.kv_lora_rank : s.head_dim)});
+  if (s.yarn_factor > 0) {
+    m.add(a + "rope.scaling.type", {std::string("yarn")});
+    m.add(a + "rope.scaling.factor", {static_cast<float>(s.yarn_factor)});
+    m.add(a + "rope.scaling.original_context_length", {uint32_t(s.yarn_original_context)});
+  }
   const Architecture* arch = find_architecture(s.architecture);
   if (arch != nullptr && arch->synth_hparams != nullptr) arch->synth_hparams(m, s);
 }
@@ -520,8 +587,22 @@ void validate(const SynthSpec& s) {
         "' is not supported (supported: ", supported_architectures(), ")");
   check(!s.llama3_rope_scaling || s.architecture == "llama", "synth", "Llama 3's rope scaling is for llama, not ",
         s.architecture);
-  check((s.architecture == "qwen3moe") == (s.n_expert > 0), "synth", "experts (n_expert ", s.n_expert,
-        ") are for qwen3moe, which needs them");
+  const bool moe = s.architecture == "qwen3moe" || s.architecture == "deepseek2";
+  check(moe == (s.n_expert > 0), "synth", "experts (n_expert ", s.n_expert,
+        ") are for qwen3moe and deepseek2, which need them");
+  check((s.architecture == "deepseek2") == (s.kv_lora_rank > 0), "synth", "latent attention (kv_lora_rank ",
+        s.kv_lora_rank, ") is for deepseek2, which needs it");
+  if (s.kv_lora_rank > 0) {
+    check(s.qk_nope_dim > 0 && s.qk_rope_dim > 0 && s.qk_rope_dim % 2 == 0 && s.v_head_dim > 0 && s.q_lora_rank >= 0,
+          "synth", "latent attention needs positive qk_nope_dim, v_head_dim and an even qk_rope_dim");
+    check(s.head_dim == s.kv_lora_rank + s.qk_rope_dim && s.n_head_kv == 1, "synth", "latent attention caches rows of ",
+          "kv_lora_rank + qk_rope_dim = ", s.kv_lora_rank + s.qk_rope_dim, " in 1 KV head: head_dim ", s.head_dim,
+          " and n_head_kv ", s.n_head_kv, " must say so");
+    check(s.n_layer_dense_lead >= 0 && s.n_layer_dense_lead < s.n_layer && s.n_expert_shared >= 0, "synth",
+          "n_layer_dense_lead ", s.n_layer_dense_lead, " must leave a layer of experts");
+  }
+  check(s.yarn_factor == 0 || (s.yarn_factor >= 1 && s.yarn_original_context > 0), "synth",
+        "YaRN needs a factor of at least 1 and an original context");
   check(s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1), "synth",
         "n_expert_used ", s.n_expert_used, " must be in [1, n_expert ", s.n_expert, "] and n_ff_exp positive");
   check(s.sliding_window >= 0 && s.sliding_window_pattern >= 1 && s.rope_freq_base_swa > 0 &&

@@ -5,7 +5,7 @@
 // spec.architecture that both tempra (load_model) and llama.cpp load: the hyperparameters
 // llama.cpp's loader reads for it, every tensor its src/models/ARCH.cpp creates (with its shape;
 // no output.weight when the embeddings are tied), as the architecture's synth_tensors table
-// lists them (qwen3.h, llama.h, gemma3.h, qwen3moe.h), weight matrices in spec.weight_type (f32, f16 or bf16) and f32
+// lists them (qwen3.h, llama.h, gemma3.h, qwen3moe.h, deepseek2.h), weight matrices in spec.weight_type (f32, f16 or bf16) and f32
 // norms. The weights are seeded and deterministic: element i of tensor k is a pure function of
 // (spec.seed, k, i) (core/rng.h), whatever the thread count. Scales keep activations at a sane
 // magnitude through the layers: matrices N(0, 1/sqrt(row length)), the token embedding
@@ -66,8 +66,26 @@ struct SynthSpec {
   int sliding_window_pattern = 6;
   double rope_freq_base_swa = 10000.0;
   double final_logit_softcapping = 0;  // logits = cap * tanh(logits / cap); 0: none
-  // Mixtures of experts (qwen3moe): experts per layer, used per token, each expert's width.
+  // Mixtures of experts (qwen3moe, deepseek2): experts per layer, used per token, each expert's
+  // width; deepseek2's shared experts, the leading layers with a dense FFN (n_ff) and the
+  // routing weights' scale.
   int64_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
+  int64_t n_expert_shared = 0;
+  int n_layer_dense_lead = 0;
+  double expert_weights_scale = 1.0;
+  bool expert_weights_norm = false;
+  bool sigmoid_gating = false;  // deepseek2: sigmoid router with a selection bias per layer (V3's)
+  int64_t n_expert_groups = 0, n_group_used = 0;  // group-limited routing (deepseek2; 0: none)
+  // Multi-head latent attention (deepseek2): the query's bottleneck (0: one matrix, as the
+  // "lite" models), the compressed KV width, each head's unrotated and rotated query/key dims
+  // and its value dim. head_dim must be kv_lora_rank + qk_rope_dim (the cache row) and
+  // n_head_kv 1, as llama.cpp's converter writes them.
+  int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, qk_rope_dim = 0, v_head_dim = 0;
+  // YaRN rope scaling (0: none): factor, the original training context and (deepseek2)
+  // mscale_all_dim, written as rope.scaling.yarn_log_multiplier = 0.1 mscale_all_dim.
+  double yarn_factor = 0;
+  int64_t yarn_original_context = 0;
+  double yarn_mscale_all_dim = 0;
 
   // A small body on Qwen3's real vocab size: 2 layers, hidden 256, FFN 768, 2 query heads per
   // KV head (4:2) of head dim 128 (Qwen3's), 151936 rows, tied, context 4096.
@@ -96,7 +114,17 @@ struct SynthSpec {
   // Qwen3-30B-A3B scaled to fit a small machine: its 48 layers cut to 8, hidden 2048, 32/4 heads
   // of dim 128, 128 experts of width 768 with 8 used per token, vocab 151936, untied.
   static SynthSpec qwen3moe_a3b_8l();
-  // The preset `name` (tiny; 0.6b for qwen3; 1b for llama and gemma3; a3b-8l for qwen3moe) of
+  // A small DeepSeek-V2 body: 3 layers (the first dense, FFN 512), hidden 256, 4 heads of latent
+  // attention (KV latent 128, query/key 64 + 32 rotated, value 64; no query bottleneck), 8
+  // routed experts of width 128 (2 used) plus 1 shared, YaRN (factor 40 over 512 positions,
+  // mscale_all_dim 0.707), untied, context 4096, vocab 1000.
+  static SynthSpec deepseek2_tiny();
+  // DeepSeek-V2-Lite's widths with its 27 layers cut to 4 (the first dense): hidden 2048, 16
+  // heads (latent 512, query/key 128 + 64, value 128), 64 experts of width 1408 (6 used) plus
+  // 2 shared, dense FFN 10944, YaRN factor 40 over 4096, vocab 102400, untied.
+  static SynthSpec deepseek2_lite_4l();
+  // The preset `name` (tiny; 0.6b for qwen3; 1b for llama and gemma3; a3b-8l for qwen3moe;
+  // lite-4l for deepseek2) of
   // `architecture`; throws naming the presets of the architecture otherwise.
   static SynthSpec preset(std::string_view architecture, std::string_view name);
 };
@@ -121,6 +149,8 @@ class SynthTable {
   // A weight [rows, cols] (ggml ne {cols, rows}) named prefix + name + ".weight".
   void matrix(const std::string& name, int64_t cols, int64_t rows);
   void norm(const std::string& name, int64_t n);
+  // An f32 vector named prefix + name + ".bias", of the norms' values.
+  void bias(const std::string& name, int64_t n);
   void fixed(const std::string& name, std::vector<float> values);
   // n_expert stacked weights [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}).
   void experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert);
