@@ -23,7 +23,7 @@ ModelInfo DecoderConfig::info(std::string architecture) const {
                    .n_embd = n_embd,
                    .n_head = n_head,
                    .context_length = context_length,
-                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0, latent_attention}};
+                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0, latent_attention()}};
 }
 
 RopeParams DecoderConfig::rope(RopeMode mode, int64_t n_dims) const {
@@ -47,8 +47,7 @@ double DecoderConfig::yarn_attn_factor() const {
 
 DecoderConfig DecoderConfig::read(const ModelLoader& in, bool latent_attention) {
   DecoderConfig c;
-  // Bounds far past any released model, so no product of two sizes below can overflow.
-  constexpr int64_t kMaxWidth = int64_t{1} << 24, kMaxLayers = 4096;
+  constexpr int64_t kMaxLayers = 4096;
   const auto bounded = [&](const char* key, int64_t v, int64_t max) {
     if (v > max) in.fail(key, " = ", v, " exceeds ", max);
     return v;
@@ -60,7 +59,6 @@ DecoderConfig DecoderConfig::read(const ModelLoader& in, bool latent_attention) 
   c.n_head_kv = bounded("attention.head_count_kv", in.integer("attention.head_count_kv", c.n_head), kMaxWidth);
   c.head_dim = in.integer("attention.key_length", std::max<int64_t>(1, c.n_embd / c.n_head));
   if (c.head_dim * c.n_head > kMaxWidth) in.fail("attention.key_length ", c.head_dim, " x ", c.n_head, " heads exceeds ", kMaxWidth);
-  c.latent_attention = latent_attention;
   if (!latent_attention && in.integer("attention.value_length", c.head_dim) != c.head_dim)
     in.fail("attention.value_length differs from key_length");
   if (c.n_head % c.n_head_kv != 0)
@@ -249,7 +247,7 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
     ffn_up = rows(n, width);
     ffn_act = rows(n, width);
   }
-  if (c.latent_attention) {
+  if (c.latent_attention()) {
     if (c.q_lora_rank > 0) {
       q_a = rows(n, c.q_lora_rank);
       q_a_norm = rows(n, c.q_lora_rank);
@@ -299,8 +297,8 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   positions.resize(size_t(n));
 }
 
-void DecoderModel::load_embeddings_and_head(ModelLoader& in) {
-  config_ = DecoderConfig::read(in);
+void DecoderModel::load_embeddings_and_head(ModelLoader& in, bool latent_attention) {
+  config_ = DecoderConfig::read(in, latent_attention);
   config_.n_vocab = in.tensor_rows("token_embd.weight");
   token_embd_ = in.matrix("token_embd.weight", config_.n_vocab, config_.n_embd);
   output_norm_ = in.vector("output_norm.weight", config_.n_embd);

@@ -55,6 +55,10 @@ enum class Numerics : uint8_t { standard, exact, ggml };
 // The hyperparameters the decoder-only architectures share, under the `ARCH.*` keys llama.cpp's
 // loader reads (src/llama-model.cpp, load_hparams).
 struct DecoderConfig {
+  // Bounds far past any released model on every width (and on its product by the head count),
+  // so no product of two checked sizes can overflow.
+  static constexpr int64_t kMaxWidth = int64_t{1} << 24;
+
   int n_layer = 0;
   int64_t n_embd = 0, n_ff = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_vocab = 0;
   int64_t context_length = 0;
@@ -84,8 +88,8 @@ struct DecoderConfig {
   // dims, its value v_head_dim. The cache holds one row per token of head_dim = kv_lora_rank +
   // rope_dim (n_head_kv 1), whose first kv_lora_rank values are also its value
   // (KvCacheShape::values_in_keys).
-  bool latent_attention = false;
   int64_t q_lora_rank = 0, kv_lora_rank = 0, qk_nope_dim = 0, rope_dim = 0, v_head_dim = 0;
+  bool latent_attention() const { return kv_lora_rank > 0; }
   // Shared experts beside the routed ones (deepseek2): their total width (0: none); and the
   // leading layers whose FFN is dense (n_ff wide) before the mixtures of experts begin.
   int64_t n_ff_shexp = 0;
@@ -194,10 +198,10 @@ class DecoderModel : public Model {
   const ExpertCache* expert_cache() const override { return expert_cache_.get(); }
 
  protected:
-  // Reads `config` (DecoderConfig::read plus n_vocab) and token_embd, output_norm and output
-  // (tied to token_embd when the file has no output.weight). Call first: an architecture adds
-  // its own keys to config_ after it.
-  void load_embeddings_and_head(ModelLoader& in);
+  // Reads `config` (DecoderConfig::read(in, latent_attention) plus n_vocab) and token_embd,
+  // output_norm and output (tied to token_embd when the file has no output.weight). Call first:
+  // an architecture adds its own keys to config_ after it.
+  void load_embeddings_and_head(ModelLoader& in, bool latent_attention = false);
   // Mixtures of experts: the routed experts of the next MoE layer (ffn_gate_exps, ffn_up_exps,
   // ffn_down_exps under `prefix`, config_'s n_expert x n_ff_exp x n_embd), as views of the
   // mapped file, or, when `stream` is set, as the file ranges an ExpertCache reads. Call once per

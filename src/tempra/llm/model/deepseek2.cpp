@@ -17,15 +17,14 @@ DeepSeek2Model DeepSeek2Model::load(const std::filesystem::path& path, const Loa
 DeepSeek2Model DeepSeek2Model::load(const io::GgufModel& gguf, const LoadOptions& options) {
   ModelLoader in(gguf, "deepseek2");
   DeepSeek2Model m;
-  m.config_ = DecoderConfig::read(in, /*latent_attention=*/true);
+  m.load_embeddings_and_head(in, /*latent_attention=*/true);
   DecoderConfig& c = m.config_;
-  c.n_vocab = in.tensor_rows("token_embd.weight");
   const bool lite = c.n_layer == 27 || c.n_layer == 26 || (c.n_layer == 48 && c.n_vocab == 128256);
   // llama.cpp's "lite" variants (27 or 26 layers, or 48 over a 128256-token vocab) have no
   // query bottleneck, whatever the file says; every other file must give its rank (0: none).
   c.q_lora_rank = lite ? 0 : in.count("attention.q_lora_rank", -1);
   if (c.q_lora_rank < 0) in.fail("key 'deepseek2.attention.q_lora_rank' is missing (only the lite models may omit it)");
-  constexpr int64_t kMaxWidth = int64_t{1} << 24;
+  constexpr int64_t kMaxWidth = DecoderConfig::kMaxWidth;
   c.kv_lora_rank = in.integer("attention.kv_lora_rank");
   if (c.kv_lora_rank > kMaxWidth || c.q_lora_rank > kMaxWidth) in.fail("a latent rank is out of range");
   if (!in.has_key("attention.key_length_mla") || !in.has_key("attention.value_length_mla"))
@@ -72,15 +71,15 @@ DeepSeek2Model DeepSeek2Model::load(const io::GgufModel& gguf, const LoadOptions
     int64_t gating = in.count("expert_gating_func", 0);
     if (gating == 0) gating = (c.n_layer == 47 || c.n_layer == 48) && c.n_vocab == 154880 ? 2 : 1;
     if (gating > 2) in.fail("expert_gating_func ", gating, " is not supported (softmax, 1, and sigmoid, 2, are)");
-    m.sigmoid_gating_ = gating == 2;
-    m.normalize_weights_ = in.flag("expert_weights_norm", false);
-    m.weights_scale_ = float(in.real("expert_weights_scale", 0.0));
-    if (!std::isfinite(m.weights_scale_)) in.fail("expert_weights_scale is not finite");
+    m.routing_ = MoeRouting{.n_used = c.n_expert_used,
+                            .normalize = in.flag("expert_weights_norm", false),
+                            .scale = float(in.real("expert_weights_scale", 0.0)),
+                            .groups = c.n_expert_groups,
+                            .groups_used = c.n_group_used,
+                            .sigmoid = gating == 2};
+    if (!std::isfinite(m.routing_.scale)) in.fail("expert_weights_scale is not finite");
   }
   if (in.count("nextn_predict_layers", 0) > 0) in.fail("multi-token-prediction layers are not supported");
-  m.token_embd_ = in.matrix("token_embd.weight", c.n_vocab, c.n_embd);
-  m.output_norm_ = in.vector("output_norm.weight", c.n_embd);
-  m.output_ = in.has("output.weight") ? in.matrix("output.weight", c.n_vocab, c.n_embd) : m.token_embd_;
 
   const int64_t E = c.n_embd, H = c.n_head, qk = c.qk_nope_dim + c.rope_dim;
   for (int i = 0; i < c.n_layer; ++i) {
@@ -213,11 +212,9 @@ void DeepSeek2Model::forward(ExecContext& ctx, std::span<const SequenceRows> bat
       pass.gated_ffn(ffn_norm, layer.ffn_gate, layer.ffn_up, layer.ffn_down, UnaryOp::silu, ffn_out);
     } else {
       // ffn_moe_out, then the shared experts' ffn_shexp added to it (attn_out is free by now).
-      pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, *experts_, il - c.n_layer_dense_lead,
-                   {.n_used = c.n_expert_used, .normalize = normalize_weights_, .scale = weights_scale_,
-                    .groups = c.n_expert_groups, .groups_used = c.n_group_used, .sigmoid = sigmoid_gating_,
-                    .selection_bias = layer.exp_probs_b.defined() ? layer.exp_probs_b.data<float>() : nullptr},
-                   ffn_out);
+      MoeRouting routing = routing_;
+      routing.selection_bias = layer.exp_probs_b.defined() ? layer.exp_probs_b.data<float>() : nullptr;
+      pass.moe_ffn(ffn_norm, layer.ffn_gate_inp, *experts_, il - c.n_layer_dense_lead, routing, ffn_out);
       if (c.n_ff_shexp > 0) {
         pass.gated_ffn(ffn_norm, layer.ffn_gate_shexp, layer.ffn_up_shexp, layer.ffn_down_shexp, UnaryOp::silu,
                        attn_out);

@@ -59,8 +59,7 @@ class DeepSeek2Model final : public DecoderModel {
 
  private:
   std::vector<DeepSeek2Layer> layers_;
-  bool normalize_weights_ = false, sigmoid_gating_ = false;
-  float weights_scale_ = 0.0f;
+  MoeRouting routing_;  // each MoE layer's, less its selection bias
   double kq_scale_ = 0.0;
 };
 

@@ -23,7 +23,7 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf, const LoadOptions& 
   // llama.cpp: 0 or absent falls back to feed_forward_length / expert_used_count.
   c.n_ff_exp = in.count("expert_feed_forward_length", 0);
   if (c.n_ff_exp == 0) c.n_ff_exp = c.n_ff / c.n_expert_used;
-  if (c.n_ff_exp <= 0 || c.n_ff_exp > (int64_t{1} << 24)) in.fail("expert width ", c.n_ff_exp, " is out of range");
+  if (c.n_ff_exp <= 0 || c.n_ff_exp > DecoderConfig::kMaxWidth) in.fail("expert width ", c.n_ff_exp, " is out of range");
   c.dense_ffn = false;  // every layer's FFN is the experts
   const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {
