@@ -458,7 +458,7 @@ TEST(TempraGenerate, bad_input_exits_non_zero_with_a_clear_message) {
   const std::vector<Case> cases = {
       {{"generate", "-m", "/no/such/model.gguf", "-p", "x"}, 1, "/no/such/model.gguf: cannot open"},
       {{"generate", "-m", corpus + "bad_truncated_data.gguf", "-p", "x"}, 1, "extends past the end of the file"},
-      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "architecture 'tiny' is not supported (supported: deepseek2, gemma3, llama, qwen3, qwen3moe)"},
+      {{"generate", "-m", corpus + "good_tiny_model.gguf", "-p", "x"}, 1, "architecture 'tiny' is not supported (supported: deepseek2, gemma3, llama, qwen3, qwen35, qwen3moe)"},
       {{"generate", "-m", model, "-p", kPrompt, "-c", "4"},
        1,
        "prompt has " + std::to_string(m.tokenizer.encode(kPrompt).size()) + " tokens but the context holds 4"},

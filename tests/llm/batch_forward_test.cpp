@@ -242,7 +242,7 @@ TEST(BatchForward, load_model_names_the_supported_architectures) {
   ASSERT_NE(at, std::string::npos);
   bytes.replace(at, 5, "zzzz9");
   std::ofstream(odd, std::ios::binary) << bytes;
-  expect_error_containing([&] { load_model(odd); }, "architecture 'zzzz9' is not supported (supported: deepseek2, gemma3, llama, qwen3, qwen3moe)");
+  expect_error_containing([&] { load_model(odd); }, "architecture 'zzzz9' is not supported (supported: deepseek2, gemma3, llama, qwen3, qwen35, qwen3moe)");
 }
 
 }  // namespace

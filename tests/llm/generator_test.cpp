@@ -22,6 +22,7 @@
 #include "support/errors.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/qwen3.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::llm {
 namespace {
@@ -270,6 +271,75 @@ TEST(Generator, stops_when_the_context_is_full) {
   EXPECT_EQ(r.reason, StopReason::context_full);
   EXPECT_EQ(session.size(), 12);
   EXPECT_EQ(r.ids.size(), 3u);  // 2 fit after the prompt, the third was sampled from the last logits
+}
+
+// A recurrent model (qwen35: gated delta nets beside attention): its cache keeps all it holds
+// or nothing, so a prompt that extends the session's tokens reuses them all, any other prompt
+// starts over, and no draft is verified (a rejected row could not leave the state); each gives
+// what a fresh session gives.
+struct Hybrid {
+  std::unique_ptr<Model> model;
+  Tokenizer tokenizer;
+};
+
+const Hybrid& hybrid() {
+  static const Hybrid h = [] {
+    const fs::path dir = fs::temp_directory_path() / ("tempra_generator_test_qwen35_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    SynthSpec spec = SynthSpec::qwen35_tiny();
+    spec.n_vocab = 300;
+    spec.weight_type = DType::f32;
+    spec.seed = 5;
+    write_synthetic_model(dir / "qwen35.gguf", spec);
+    const io::GgufModel gguf = io::GgufModel::open(dir / "qwen35.gguf");
+    Hybrid out{load_model(gguf), Tokenizer::from_gguf(gguf.metadata())};
+    fs::remove_all(dir);  // the mapping stays valid after the unlink
+    return out;
+  }();
+  return h;
+}
+
+TEST(Generator, a_recurrent_model_reuses_a_whole_session_or_starts_over_and_never_drafts) {
+  const Hybrid& h = hybrid();
+  ExecContext ctx;
+  GenerateOptions greedy{.sampling = {.temperature = 0.0f}, .max_new_tokens = 10};
+  greedy.speculative.always = true;
+  auto fresh = [&](std::span<const int32_t> prompt) {
+    Session session(ctx, *h.model, {.context = 64});
+    Generator gen(ctx, *h.model, h.tokenizer, session);
+    return gen.generate(prompt, greedy);
+  };
+  Session session(ctx, *h.model, {.context = 64});
+  Generator gen(ctx, *h.model, h.tokenizer, session);
+  const GenerationResult first = gen.generate(kPrompt, greedy);
+  EXPECT_EQ(first.ids, fresh(kPrompt).ids);
+  EXPECT_EQ(first.timings.draft_tokens, 0);
+  EXPECT_EQ(int64_t(gen.tokens().size()), session.size());
+
+  // The session's tokens and two more: all of them kept.
+  std::vector<int32_t> longer = gen.tokens();
+  longer.insert(longer.end(), {7, 8});
+  const GenerationResult extended = gen.generate(longer, greedy);
+  EXPECT_EQ(extended.reused_tokens, int64_t(longer.size()) - 2);
+  EXPECT_EQ(extended.ids, fresh(longer).ids);
+
+  // The same prompt again would keep all but its last token: the state cannot, so it starts over.
+  const GenerationResult again = gen.generate(kPrompt, greedy);
+  EXPECT_EQ(again.reused_tokens, 0);
+  EXPECT_EQ(again.ids, first.ids);
+
+  KvCache cache = h.model->make_cache(ctx, 16, KvCacheType::f16);
+  h.model->forward(ctx, std::vector<int32_t>{1, 2, 3}, cache);
+  EXPECT_FALSE(cache.rewinds());
+  EXPECT_TRUE(cache.can_truncate(3));
+  EXPECT_FALSE(cache.can_truncate(2));
+  EXPECT_NE(testing::error_message([&] { cache.truncate(2); }).find("cannot keep 2 of 3 positions: the recurrent"),
+            std::string::npos);
+  EXPECT_EQ(cache.size(), 3);
+  cache.truncate(0);
+  EXPECT_EQ(cache.size(), 0);
+  const float* state = cache.recurrent_state(0);
+  EXPECT_TRUE(std::all_of(state, state + cache.shape().recurrent_floats, [](float v) { return v == 0.0f; }));
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 #include <cstring>
 #include <numeric>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include "tempra/backend/kernels.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/error.h"
@@ -23,7 +27,13 @@ ModelInfo DecoderConfig::info(std::string architecture) const {
                    .n_embd = n_embd,
                    .n_head = n_head,
                    .context_length = context_length,
-                   .cache = KvCacheShape{n_layer, n_head_kv, head_dim, 0, latent_attention()}};
+                   .cache = KvCacheShape{.n_layer = n_layer - n_recurrent(),
+                                         .n_head_kv = n_head_kv,
+                                         .head_dim = head_dim,
+                                         .capacity = 0,
+                                         .values_in_keys = latent_attention(),
+                                         .n_recurrent = n_recurrent(),
+                                         .recurrent_floats = n_recurrent() > 0 ? delta_net.state_floats() : 0}};
 }
 
 RopeParams DecoderConfig::rope(RopeMode mode, int64_t n_dims) const {
@@ -64,9 +74,9 @@ DecoderConfig DecoderConfig::read(const ModelLoader& in, bool latent_attention) 
   if (c.n_head % c.n_head_kv != 0)
     in.fail("head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
   if (c.head_dim % 2 != 0) in.fail("head dim ", c.head_dim, " is odd; rope needs pairs");
-  if (!latent_attention && in.integer("rope.dimension_count", c.head_dim) != c.head_dim)
-    in.fail("rope.dimension_count ", in.integer("rope.dimension_count"), " differs from the head dim ", c.head_dim,
-            ": partial rotation is not supported");
+  c.n_rot = in.integer("rope.dimension_count", c.head_dim);
+  if (!latent_attention && (c.n_rot <= 0 || c.n_rot > c.head_dim || c.n_rot % 2 != 0))
+    in.fail("rope.dimension_count ", c.n_rot, " must be even and in (0, head dim ", c.head_dim, "]");
   c.context_length = in.integer("context_length");
   c.rms_norm_eps = in.real("attention.layer_norm_rms_epsilon", 1e-6);
   c.rope_freq_base = in.real("rope.freq_base", 10000.0);
@@ -130,11 +140,39 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows.
+// Whether this CPU has Intel AMX (CPUID leaf 7: AMX-TILE and AMX-INT8), with which ggml's CPU
+// backend (its sapphirerapids variant, the one the oracle loads there) keeps weights in its AMX
+// buffer type.
+bool host_has_amx() {
+#if defined(__x86_64__)
+  static const bool amx = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 24)) != 0 && (edx & (1u << 25)) != 0;
+  }();
+  return amx;
+#else
+  return false;
+#endif
+}
+
+// Whether ggml rounds the activations to f16/bf16 before multiplying them by `w`: it does for
+// every f16/bf16 matrix (vec_dot_type F16/BF16), except that on an AMX CPU an f16 matrix with
+// rows a multiple of 32 and columns of 16 lives in the AMX buffer, whose f16 kernel takes the
+// f32 activations as they are (ggml-cpu/amx/amx.cpp supports_op, mmq.cpp
+// ggml_backend_amx_mul_mat: "f16 only has avx512 kernels for now"). Measured on a Sapphire
+// Rapids-class Xeon: llama.cpp's attn_qkv of a synthesized Qwen3.5 equals the unrounded product
+// to 9e-8 and differs from the rounded one by 2e-4; its 4-row ssm_beta the reverse.
+bool ggml_rounds_activations(const Array& w) {
+  if (w.dtype() == DType::bf16) return true;
+  if (w.dtype() != DType::f16) return false;
+  return !(host_has_amx() && w.dim(0) % 32 == 0 && w.dim(1) % 16 == 0);
+}
+
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Numerics numerics, RowPath path) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
-  if (numerics == Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
+  if (numerics == Numerics::ggml && ggml_rounds_activations(w)) {
     // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
     auto* rounded = static_cast<float*>(quantized);
     const bool to_f16 = w.dtype() == DType::f16;
@@ -262,6 +300,18 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
     k_pe = rows(n, c.rope_dim);
     k_pe_rope = rows(n, c.rope_dim);
     kqv_heads = rows(n, c.n_head * c.v_head_dim);
+  }
+  if (c.delta_net.defined()) {
+    const DeltaNetShape& d = c.delta_net;
+    qkv_mixed = rows(n, d.channels());
+    conv_output = rows(n, d.channels());
+    z = rows(n, d.value_dim());
+    delta_out = rows(n, d.value_dim());
+    delta_norm = rows(n, d.value_dim());
+    beta = rows(n, d.v_heads);
+    gate = rows(n, d.v_heads);
+    Qcur_full = rows(n, 2 * q_dim);
+    Qgate = rows(n, q_dim);
   }
   ffn_out = rows(n, c.n_embd);
   result_norm = rows(std::max<int64_t>(logit_rows, 1), c.n_embd);

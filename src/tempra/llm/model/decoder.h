@@ -12,6 +12,7 @@
 // logit_rows rows and then advances every cache by its rows: call it last.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 #include "tempra/backend/kernel_args.h"
 #include "tempra/core/array.h"
 #include "tempra/core/exec_context.h"
+#include "tempra/llm/model/delta_net.h"
 #include "tempra/llm/model/expert_cache.h"
 #include "tempra/llm/model/experts.h"
 #include "tempra/llm/model/model.h"
@@ -43,7 +45,9 @@ namespace tempra::llm {
 //          parity tests hold it to). Decode steps keep the integer dots.
 //   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
 //          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
-//          converts src1 before the dot; products of two halves are exact in f32), and with an
+//          converts src1 before the dot; products of two halves are exact in f32; but on a CPU
+//          with AMX, f16 matrices of rows a multiple of 32 and columns of 16 take ggml's AMX
+//          buffer's kernel, which does not round: ggml_rounds_activations in decoder.cpp), and with an
 //          f16 cache and fewer than 64 tokens in the batch, attention as ggml's CPU flash
 //          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
 //          from 64 query rows ggml's tiled kernel is f32 throughout, as tempra's attention).
@@ -98,6 +102,17 @@ struct DecoderConfig {
   // yarn_attn_factor).
   bool yarn_log_mul_sets_mscale = false;
 
+  // The leading dims of each head that rope rotates (rope.dimension_count, default head_dim;
+  // Qwen3.5 rotates a quarter of them); the rest pass through. Latent attention rotates
+  // rope_dim instead.
+  int64_t n_rot = 0;
+  // Hybrids of gated delta nets and attention (qwen35; empty otherwise): per layer, whether it
+  // is a gated delta net, and their shape (delta_net.h). The KV cache holds the attention
+  // layers' rows and the recurrent layers' states.
+  std::vector<bool> recurrent;
+  DeltaNetShape delta_net;
+  int n_recurrent() const { return int(std::count(recurrent.begin(), recurrent.end(), true)); }
+
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
   // The ModelInfo of a model of this shape.
@@ -114,8 +129,8 @@ struct DecoderConfig {
 
   // block_count, context_length, embedding_length, feed_forward_length, attention.head_count,
   // head_count_kv (default head_count), key_length (default n_embd / n_head; value_length must
-  // equal it and rope.dimension_count too, unless latent_attention, whose architecture reads
-  // its own), layer_norm_rms_epsilon (default 1e-6), rope.freq_base (default 10000), and
+  // equal it unless latent_attention, whose architecture reads its own), rope.dimension_count
+  // (even, at most key_length), layer_norm_rms_epsilon (default 1e-6), rope.freq_base (default 10000), and
   // rope.scaling.type none/linear/yarn with rope.scaling.factor, original_context_length and
   // attn_factor; n_vocab is token_embd's row count.
   static DecoderConfig read(const ModelLoader& in, bool latent_attention = false);
@@ -164,6 +179,11 @@ struct DecoderBuffers final : ForwardBuffers {
   // compressed KV row's latent and its norm [tokens, kv_lora], its rope part and that rotated
   // [tokens, rope]; and the heads' values [tokens, n_head * v_head].
   Array q_a, q_a_norm, q, q_pe, q_pe_rope, head_in, head_out, kv_cmpr, kv_cmpr_norm, k_pe, k_pe_rope, kqv_heads;
+  // Gated delta nets and gated attention (empty otherwise; DeltaNetShape's dims): the mixed
+  // q|k|v projection and its convolution [tokens, channels]; the output gate z and the heads'
+  // outputs and their gated norm [tokens, value_dim]; beta and the decay g [tokens, v_heads];
+  // the attention layers' query with its gate [tokens, 2 q_dim] and the gate [tokens, q_dim].
+  Array qkv_mixed, conv_output, z, delta_out, delta_norm, beta, gate, Qcur_full, Qgate;
   std::vector<int32_t> moe_selected, moe_order, moe_offsets, moe_cursor, moe_sequence, moe_rank, moe_group_rank;
   std::vector<float> moe_selection, moe_group_scores;  // one token's selection scores, its groups' scores
   // After a forward pass, per MoE layer (moe_ffn's `layer`: the ExpertSource index; for
@@ -279,6 +299,16 @@ class ForwardPass {
   // input [rows, n_embd]; out [rows, n_embd].
   void latent_attention(int il, const float* x, const LatentAttentionWeights& w, const RopeParams& rope,
                         double kq_scale, double eps, float* out) const;
+  // A gated delta net (llama.cpp's qwen35 build_layer_attn_linear) over recurrent layer
+  // `layer` of each sequence's cache (KvCache::recurrent_state: the convolution's last
+  // conv_kernel - 1 input rows, then each value head's state matrix): qkv_mixed = attn_qkv x and
+  // z = attn_gate x; beta = sigmoid(ssm_beta x); g = softplus(ssm_alpha x + ssm_dt) * ssm_a;
+  // q|k|v = silu(causal convolution of qkv_mixed by ssm_conv1d over the sequence's rows after
+  // its cached ones); q and k L2-normed per head; each value head h (key head h % k_heads) runs
+  // the delta rule token after token (delta_net.h); its outputs RMS-normed by ssm_norm, times
+  // silu(z); out = ssm_out x that. x: the normed input [rows, n_embd]; out [rows, n_embd].
+  void gated_delta_net(int layer, const float* x, const DeltaNetWeights& w, const DeltaNetShape& shape, double eps,
+                       float* out) const;
   // out = down(act(gate x) * up x), through the buffers' ffn_gate, ffn_up and ffn_act; `act`
   // is silu for SwiGLU (Llama, Qwen), gelu_tanh for GeGLU (Gemma; under Numerics::ggml as
   // ggml's CPU GeGLU rounds it: the gate to f16, its gelu to f16, 0 below -10, x from 10).

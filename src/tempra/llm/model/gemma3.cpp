@@ -104,7 +104,7 @@ void Gemma3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch,
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams global_rope = c.rope(RopeMode::neox, c.head_dim);
+  const RopeParams global_rope = c.rope(RopeMode::neox, c.n_rot);
   // Local layers: their own base, never scaled (llama.cpp's rope_freq_scale_train_swa).
   RopeParams local_rope = global_rope;
   local_rope.freq_base = rope_freq_base_local_;

@@ -20,9 +20,13 @@ DType storage_dtype(KvCacheType type) {
 }  // namespace
 
 KvCache::KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type) : shape_(shape), type_(type) {
-  check(shape.n_layer > 0 && shape.n_head_kv > 0 && shape.head_dim > 0 && shape.capacity > 0, "KvCache",
-        "every extent must be positive: n_layer ", shape.n_layer, ", n_head_kv ", shape.n_head_kv, ", head_dim ",
-        shape.head_dim, ", capacity ", shape.capacity);
+  check((shape.n_layer > 0 || shape.n_recurrent > 0) && shape.n_layer >= 0 && shape.n_head_kv > 0 &&
+            shape.head_dim > 0 && shape.capacity > 0 && shape.n_recurrent >= 0 &&
+            (shape.n_recurrent == 0) == (shape.recurrent_floats == 0) && shape.recurrent_floats >= 0,
+        "KvCache", "every extent must be positive: n_layer ", shape.n_layer, ", n_head_kv ", shape.n_head_kv,
+        ", head_dim ", shape.head_dim, ", capacity ", shape.capacity, ", n_recurrent ", shape.n_recurrent,
+        " of ", shape.recurrent_floats, " floats");
+  recurrent_.assign(size_t(shape.n_recurrent) * size_t(shape.recurrent_floats), 0.0f);
   if (type == KvCacheType::q8_0) {
     check(shape.head_dim % quant::kBlock32 == 0, "KvCache", "a q8_0 cache needs head_dim a multiple of ",
           quant::kBlock32, ", got ", shape.head_dim);
@@ -215,8 +219,25 @@ void KvCache::advance(int64_t n) {
   size_ += n;
 }
 
+float* KvCache::recurrent_state(int layer) {
+  check(layer >= 0 && layer < shape_.n_recurrent, "KvCache", "recurrent layer ", layer, " out of ",
+        shape_.n_recurrent);
+  return recurrent_.data() + size_t(layer) * size_t(shape_.recurrent_floats);
+}
+
+const float* KvCache::recurrent_state(int layer) const {
+  return const_cast<KvCache*>(this)->recurrent_state(layer);
+}
+
+bool KvCache::can_truncate(int64_t n) const {
+  return n >= 0 && n <= size_ && (shape_.n_recurrent == 0 || n == 0 || n == size_);
+}
+
 void KvCache::truncate(int64_t n) {
   check(n >= 0 && n <= size_, "KvCache::truncate", "cannot keep ", n, " of ", size_, " positions");
+  check(can_truncate(n), "KvCache::truncate", "cannot keep ", n, " of ", size_,
+        " positions: the recurrent layers' state summarizes all of them (keep 0 or all)");
+  if (n == 0) std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
   size_ = n;
 }
 

@@ -18,6 +18,12 @@
 // without allocating, and attend() runs causal attention over the cache in place through the
 // kernel table's cache_attention (rows are read where they lie, f16 and Q8_0 widened in
 // registers), so a decode step neither copies nor widens the prefix, whatever the storage type.
+//
+// Recurrent layers (qwen35's gated delta nets) keep no rows: each holds one f32 state that
+// summarizes every position so far, which a forward pass reads and replaces in place
+// (recurrent_state()). Such a state cannot forget its last positions, so a cache with recurrent
+// layers truncates only to 0 (the states zeroed) or to its own size (can_truncate()); llama.cpp's
+// recurrent memory refuses a partial removal alike (llama_memory_recurrent::seq_rm).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +45,17 @@ struct KvCacheShape {
   // which the model reads the leading dims it needs, so no value is stored (llama.cpp's MLA
   // cache holds the compressed rows once; it views V inside K). Writes ignore v.
   bool values_in_keys = false;
+  // Recurrent layers (0: none): how many, and the f32 floats of one layer's state. n_layer then
+  // counts the attention layers only (it may be 0).
+  int n_recurrent = 0;
+  int64_t recurrent_floats = 0;
+
+  // Whether a cache of this shape serves a model of `other`'s (capacity aside).
+  bool same_layers(const KvCacheShape& other) const {
+    return n_layer == other.n_layer && n_head_kv == other.n_head_kv && head_dim == other.head_dim &&
+           values_in_keys == other.values_in_keys && n_recurrent == other.n_recurrent &&
+           recurrent_floats == other.recurrent_floats;
+  }
 };
 
 class KvCache {
@@ -80,9 +97,21 @@ class KvCache {
   void attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
                    double scale, float* out, int64_t window = 0) const;
 
+  // The state of recurrent layer `layer` (shape().recurrent_floats floats; zero in a fresh or
+  // emptied cache), which the forward pass updates in place.
+  float* recurrent_state(int layer);
+  const float* recurrent_state(int layer) const;
+
   // Commits n positions written past size().
   void advance(int64_t n);
-  // Keeps the first n positions (n <= size()).
+  // Whether truncate(n) can keep the first n positions: any n <= size(), or with recurrent
+  // layers only 0 and size().
+  bool can_truncate(int64_t n) const;
+  // Whether truncate can drop the newest positions (a speculative draft's rejected rows): not
+  // with recurrent layers, whose states have taken them in.
+  bool rewinds() const { return shape_.n_recurrent == 0; }
+  // Keeps the first n positions; a cache with recurrent layers that cannot (can_truncate) throws
+  // tempra::Error and is left as it was.
   void truncate(int64_t n);
 
  private:
@@ -96,6 +125,7 @@ class KvCache {
   std::vector<Array> keys_, values_;  // f32/f16: per layer [n_head_kv, capacity, head_dim]
   // q8_0: per layer, blocks in [n_head_kv, capacity, head_dim / 32] order.
   std::vector<std::vector<quant::BlockQ8_0>> key_blocks_, value_blocks_;
+  std::vector<float> recurrent_;  // n_recurrent states of recurrent_floats, layer after layer
   // Where layer `at`'s values lie: their own buffers, or the keys' (values_in_keys).
   const Array& value_array(size_t at) const { return shape_.values_in_keys ? keys_[at] : values_[at]; }
   const std::vector<quant::BlockQ8_0>& value_blocks(size_t at) const {

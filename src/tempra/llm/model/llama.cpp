@@ -24,7 +24,7 @@ LlamaModel LlamaModel::load(const io::GgufModel& gguf) {
   const DecoderConfig& c = m.config_;
   // llama.cpp's kq_scale for llama (it reads no attention.scale for this architecture).
   m.kq_scale_ = 1.0f / std::sqrt(float(c.head_dim));
-  m.rope_freqs_ = in.optional_vector("rope_freqs.weight", c.head_dim / 2);
+  m.rope_freqs_ = in.optional_vector("rope_freqs.weight", c.n_rot / 2);
   const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
@@ -80,7 +80,7 @@ void LlamaModel::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  RopeParams rope = c.rope(RopeMode::normal, c.head_dim);
+  RopeParams rope = c.rope(RopeMode::normal, c.n_rot);
   rope.freq_factors = rope_freqs_.defined() ? rope_freqs_.data<float>() : nullptr;
   const double eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),

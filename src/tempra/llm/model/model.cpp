@@ -22,11 +22,11 @@ void check_batch(std::string_view op, const ModelInfo& info, std::span<const Seq
     check(seq.logit_rows >= 0 && seq.logit_rows <= n, op, "sequence ", s, " asks for the logits of ", seq.logit_rows,
           " of its ", n, " tokens");
     const KvCacheShape& shape = seq.cache->shape();
-    check(shape.n_layer == info.cache.n_layer && shape.n_head_kv == info.cache.n_head_kv &&
-              shape.head_dim == info.cache.head_dim && shape.values_in_keys == info.cache.values_in_keys,
-          op, "sequence ", s, "'s KV cache has ", shape.n_layer, " layers of ", shape.n_head_kv, " x ", shape.head_dim,
+    check(shape.same_layers(info.cache), op, "sequence ", s, "'s KV cache has ", shape.n_layer, " layers of ",
+          shape.n_head_kv, " x ", shape.head_dim, " and ", shape.n_recurrent, " recurrent of ", shape.recurrent_floats,
           ", the model needs ", info.cache.n_layer, " of ", info.cache.n_head_kv, " x ", info.cache.head_dim,
-          info.cache.values_in_keys ? " holding the values in the keys" : "");
+          info.cache.values_in_keys ? " holding the values in the keys" : "", " and ", info.cache.n_recurrent,
+          " recurrent of ", info.cache.recurrent_floats);
     const int64_t kv_len = seq.cache->size() + n;
     check(kv_len <= seq.cache->capacity(), op, "forward of ", n, " tokens after ", seq.cache->size(),
           " overflows the KV cache capacity ", seq.cache->capacity(), " (sequence ", s, ")");

@@ -2,6 +2,8 @@
 #include "tempra/llm/model/model_loader.h"
 
 #include <algorithm>
+#include <type_traits>
+#include <variant>
 #include <utility>
 
 #include "tempra/backend/quant_dot.h"
@@ -46,6 +48,26 @@ bool ModelLoader::flag(const std::string& key, bool fallback) const {
   if (value == nullptr) return fallback;
   if (!value->is<bool>()) fail("metadata key '", full, "' must be a bool");
   return std::get<bool>(value->value);
+}
+
+std::vector<int64_t> ModelLoader::integers(const std::string& key, size_t size) const {
+  const std::string full = arch_ + "." + key;
+  const io::GgufValue* value = gguf_.metadata().find(full);
+  if (value == nullptr) return {};
+  std::vector<int64_t> out;
+  if (const auto* array = std::get_if<io::GgufArray>(&value->value)) {
+    std::visit(
+        [&](const auto& items) {
+          using T = typename std::decay_t<decltype(items)>::value_type;
+          if constexpr (std::is_integral_v<T>)
+            for (const T v : items) out.push_back(v < T{} ? -1 : int64_t(v));
+        },
+        array->items);
+    if (out.size() == array->size() && out.size() == size &&
+        std::all_of(out.begin(), out.end(), [](int64_t v) { return v >= 0; }))
+      return out;
+  }
+  fail("metadata key '", full, "' must be an array of ", size, " non-negative integers");
 }
 
 double ModelLoader::real(const std::string& key, double fallback) const {

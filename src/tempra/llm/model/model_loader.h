@@ -40,6 +40,9 @@ class ModelLoader {
   double real(const std::string& key, double fallback) const;
   // `ARCH.key`, a string, or `fallback` when absent.
   std::string string(const std::string& key, const std::string& fallback) const;
+  // `ARCH.key`, an array of `size` non-negative integers or bools (as 0 and 1), or empty when
+  // absent; an array of another length or type fails.
+  std::vector<int64_t> integers(const std::string& key, size_t size) const;
   bool has_key(const std::string& key) const;
 
   bool has(const std::string& tensor) const { return gguf_.find_tensor(tensor) != nullptr; }

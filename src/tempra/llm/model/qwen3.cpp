@@ -67,7 +67,7 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   DecoderBuffers& b = pass.buffers();
   const DecoderConfig& c = config_;
   const int64_t n = pass.rows(), E = c.n_embd;
-  const RopeParams rope = c.rope(RopeMode::neox, c.head_dim);
+  const RopeParams rope = c.rope(RopeMode::neox, c.n_rot);
   const double kq_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), eps = c.rms_norm_eps;
   float *inpL = b.inpL.data<float>(), *attn_norm = b.attn_norm.data<float>(), *Qcur = b.Qcur.data<float>(),
         *Kcur = b.Kcur.data<float>(), *Vcur = b.Vcur.data<float>(), *Qcur_normed = b.Qcur_normed.data<float>(),

@@ -148,9 +148,11 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s, int32_t weight_type) {
       case SynthTensor::Kind::embedding:
         plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, 0.02f});
         break;
+      case SynthTensor::Kind::f32_matrix:
       case SynthTensor::Kind::matrix: {
         const auto scale = static_cast<float>(1.0 / std::sqrt(t.ne[0]));  // 1/sqrt(row length)
-        plans.push_back({std::move(t.name), std::move(t.ne), weight_type, 0.0f, scale});
+        const int32_t type = t.kind == SynthTensor::Kind::f32_matrix ? 0 : weight_type;
+        plans.push_back({std::move(t.name), std::move(t.ne), type, 0.0f, scale});
         break;
       }
       case SynthTensor::Kind::norm:
@@ -396,6 +398,44 @@ SynthSpec SynthSpec::deepseek2_lite_4l() {
           .yarn_mscale_all_dim = 0.707};
 }
 
+SynthSpec SynthSpec::qwen35_tiny() {
+  return {.n_layer = 4,
+          .n_embd = 256,
+          .n_ff = 768,
+          .n_head = 4,
+          .n_head_kv = 2,
+          .head_dim = 64,
+          .n_vocab = 1000,
+          .tied_embeddings = false,
+          .rope_freq_base = 1e7,
+          .context_length = 4096,
+          .architecture = "qwen35",
+          .rope_dim = 16,
+          .ssm_conv_kernel = 4,
+          .ssm_state_size = 32,
+          .ssm_group_count = 2,
+          .ssm_time_step_rank = 4};
+}
+
+SynthSpec SynthSpec::qwen35_0_8b() {
+  return {.n_layer = 24,
+          .n_embd = 1024,
+          .n_ff = 3584,
+          .n_head = 8,
+          .n_head_kv = 2,
+          .head_dim = 256,
+          .n_vocab = 248320,
+          .tied_embeddings = true,
+          .rope_freq_base = 1e7,
+          .context_length = 262144,
+          .architecture = "qwen35",
+          .rope_dim = 64,
+          .ssm_conv_kernel = 4,
+          .ssm_state_size = 128,
+          .ssm_group_count = 16,
+          .ssm_time_step_rank = 16};
+}
+
 SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name) {
   if (architecture == "qwen3" && name == "tiny") return tiny();
   if (architecture == "qwen3" && (name == "0.6b" || name == "0.6B")) return qwen3_0_6b();
@@ -405,6 +445,8 @@ SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name
   if (architecture == "qwen3moe" && (name == "a3b-8l" || name == "A3B-8L")) return qwen3moe_a3b_8l();
   if (architecture == "deepseek2" && name == "tiny") return deepseek2_tiny();
   if (architecture == "deepseek2" && (name == "lite-4l" || name == "LITE-4L")) return deepseek2_lite_4l();
+  if (architecture == "qwen35" && name == "tiny") return qwen35_tiny();
+  if (architecture == "qwen35" && (name == "0.8b" || name == "0.8B")) return qwen35_0_8b();
   if (architecture == "gemma3" && name == "tiny") return gemma3_tiny();
   if (architecture == "gemma3" && (name == "1b" || name == "1B")) return gemma3_1b();
   check(find_architecture(architecture) != nullptr, "synth", "architecture '", architecture,
@@ -412,6 +454,7 @@ SynthSpec SynthSpec::preset(std::string_view architecture, std::string_view name
   const char* presets = architecture == "qwen3"       ? "tiny, 0.6b"
                         : architecture == "qwen3moe"  ? "tiny, a3b-8l"
                         : architecture == "deepseek2" ? "tiny, lite-4l"
+                        : architecture == "qwen35"    ? "tiny, 0.8b"
                                                       : "tiny, 1b";
   fail("synth", "no preset '", name, "' for ", architecture, " (", presets, ")");
 }
@@ -438,9 +481,13 @@ void SynthTable::experts(const std::string& name, int64_t cols, int64_t rows, in
   tensors_.push_back({prefix_ + name + ".weight", {cols, rows, n_expert}, SynthTensor::Kind::matrix});
 }
 
-void SynthTable::fixed(const std::string& name, std::vector<float> values) {
+void SynthTable::f32_matrix(const std::string& name, int64_t cols, int64_t rows) {
+  tensors_.push_back({prefix_ + name + ".weight", {cols, rows}, SynthTensor::Kind::f32_matrix});
+}
+
+void SynthTable::fixed(const std::string& name, std::vector<float> values, const std::string& suffix) {
   const auto n = static_cast<int64_t>(values.size());
-  tensors_.push_back({prefix_ + name + ".weight", {n}, SynthTensor::Kind::fixed, std::move(values)});
+  tensors_.push_back({prefix_ + name + suffix, {n}, SynthTensor::Kind::fixed, std::move(values)});
 }
 
 std::vector<SynthTensor> synth_tensors(const SynthSpec& s) {
@@ -601,6 +648,18 @@ void validate(const SynthSpec& s) {
     check(s.n_layer_dense_lead >= 0 && s.n_layer_dense_lead < s.n_layer && s.n_expert_shared >= 0, "synth",
           "n_layer_dense_lead ", s.n_layer_dense_lead, " must leave a layer of experts");
   }
+  const bool hybrid = s.architecture == "qwen35";
+  check(hybrid == (s.ssm_conv_kernel > 0), "synth", "gated delta nets (ssm_conv_kernel ", s.ssm_conv_kernel,
+        ") are for qwen35, which needs them");
+  if (hybrid)
+    check(s.ssm_conv_kernel >= 2 && s.ssm_state_size > 0 && s.ssm_group_count > 0 && s.ssm_time_step_rank > 0 &&
+              s.ssm_time_step_rank % s.ssm_group_count == 0 && s.full_attention_interval >= 1 &&
+              s.full_attention_interval <= s.n_layer,
+          "synth", "gated delta nets need at least 2 taps, positive state size and heads (value heads a multiple of ",
+          "the groups) and an attention layer every full_attention_interval ", s.full_attention_interval,
+          " within the ", s.n_layer, " layers");
+  check(s.rope_dim >= 0 && s.rope_dim <= s.head_dim && s.rope_dim % 2 == 0 && (s.rope_dim == 0 || hybrid), "synth",
+        "rope_dim ", s.rope_dim, " must be even and at most head_dim ", s.head_dim, " (qwen35 only)");
   check(s.yarn_factor == 0 || (s.yarn_factor >= 1 && s.yarn_original_context > 0), "synth",
         "YaRN needs a factor of at least 1 and an original context");
   check(s.n_expert == 0 || (s.n_expert_used >= 1 && s.n_expert_used <= s.n_expert && s.n_ff_exp >= 1), "synth",

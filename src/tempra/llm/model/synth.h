@@ -86,6 +86,14 @@ struct SynthSpec {
   double yarn_factor = 0;
   int64_t yarn_original_context = 0;
   double yarn_mscale_all_dim = 0;
+  // The leading dims of each head that rope rotates (0: all of head_dim; Qwen3.5 rotates a
+  // quarter).
+  int64_t rope_dim = 0;
+  // Gated delta nets (qwen35): the short convolution's taps, each head's dims, the query/key
+  // heads and the value heads; every full_attention_interval-th layer attends, the others are
+  // gated delta nets.
+  int64_t ssm_conv_kernel = 0, ssm_state_size = 0, ssm_group_count = 0, ssm_time_step_rank = 0;
+  int full_attention_interval = 4;
 
   // A small body on Qwen3's real vocab size: 2 layers, hidden 256, FFN 768, 2 query heads per
   // KV head (4:2) of head dim 128 (Qwen3's), 151936 rows, tied, context 4096.
@@ -123,17 +131,26 @@ struct SynthSpec {
   // heads (latent 512, query/key 128 + 64, value 128), 64 experts of width 1408 (6 used) plus
   // 2 shared, dense FFN 10944, YaRN factor 40 over 4096, vocab 102400, untied.
   static SynthSpec deepseek2_lite_4l();
+  // A small Qwen3.5 body: 4 layers (3 gated delta nets, then attention), hidden 256, FFN 768;
+  // delta nets of 2 query/key heads and 4 value heads of dim 32 with 4 taps; gated attention of
+  // 4 query / 2 KV heads of dim 64, a quarter of it rotated; theta 1e7, untied, context 4096,
+  // vocab 1000.
+  static SynthSpec qwen35_tiny();
+  // Qwen3.5-0.8B's shape: 24 layers (every 4th attends), hidden 1024, FFN 3584; delta nets of
+  // 16 query/key and 16 value heads of dim 128 with 4 taps; attention of 8 query / 2 KV heads of
+  // dim 256, 64 dims rotated; vocab 248320, tied, theta 1e7, context 262144.
+  static SynthSpec qwen35_0_8b();
   // The preset `name` (tiny; 0.6b for qwen3; 1b for llama and gemma3; a3b-8l for qwen3moe;
-  // lite-4l for deepseek2) of
+  // lite-4l for deepseek2; 0.8b for qwen35) of
   // `architecture`; throws naming the presets of the architecture otherwise.
   static SynthSpec preset(std::string_view architecture, std::string_view name);
 };
 
 // One tensor of a synthesized GGUF: its name, its shape in ggml order (innermost first) and what
-// it holds (norms are f32; the embedding and the matrices are in spec.weight_type; fixed ones
-// are f32 `values`).
+// it holds (norms are f32; the embedding and the matrices are in spec.weight_type, f32_matrix
+// ones in f32 (what llama.cpp keeps f32, as ssm_conv1d); fixed ones are f32 `values`).
 struct SynthTensor {
-  enum class Kind { embedding, matrix, norm, fixed };
+  enum class Kind { embedding, matrix, f32_matrix, norm, fixed };
   std::string name;
   std::vector<int64_t> ne;
   Kind kind = Kind::matrix;
@@ -151,7 +168,10 @@ class SynthTable {
   void norm(const std::string& name, int64_t n);
   // An f32 vector named prefix + name + ".bias", of the norms' values.
   void bias(const std::string& name, int64_t n);
-  void fixed(const std::string& name, std::vector<float> values);
+  // A weight [rows, cols] as matrix() names it, always f32.
+  void f32_matrix(const std::string& name, int64_t cols, int64_t rows);
+  // An f32 vector of `values` named prefix + name + suffix.
+  void fixed(const std::string& name, std::vector<float> values, const std::string& suffix = ".weight");
   // n_expert stacked weights [n_expert, rows, cols] (ggml ne {cols, rows, n_expert}).
   void experts(const std::string& name, int64_t cols, int64_t rows, int64_t n_expert);
   std::vector<SynthTensor> take() { return std::move(tensors_); }

@@ -47,6 +47,11 @@ int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t
   return keep;
 }
 
+int64_t reusable_prefix(const KvCache& cache, std::span<const int32_t> cached, std::span<const int32_t> prompt) {
+  const int64_t keep = reusable_prefix(cached, prompt);
+  return cache.can_truncate(keep) ? keep : 0;
+}
+
 size_t partial_suffix(std::string_view text, std::string_view word) {
   for (size_t k = std::min(text.size(), word.size() - 1); k > 0; --k)
     if (text.ends_with(word.substr(0, k))) return k;
@@ -251,7 +256,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   Sampler sampler = make_sampler(options, grammar_vocab_);
   sampler.set_step(sampler_step_);
 
-  const int64_t keep = reusable_prefix(tokens_, prompt);
+  const int64_t keep = reusable_prefix(session_->cache(), tokens_, prompt);
   session_->truncate(keep);
   tokens_.resize(size_t(keep));
 
@@ -305,7 +310,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
       }
       const int32_t previous = result.ids.back();
       const int k =
-          spec.enabled ? draft_after(previous, options, sampler, capacity, int64_t(result.ids.size()), draft) : 0;
+          spec.enabled && session_->cache().rewinds() ? draft_after(previous, options, sampler, capacity, int64_t(result.ids.size()), draft) : 0;
       if (k > 0) {
         // One pass over [previous, draft...]; each row's token drawn as a decode step would draw it.
         std::vector<int32_t> rows{previous};

@@ -64,6 +64,9 @@ void check_prompt(std::string_view op, std::span<const int32_t> prompt, int64_t 
 // How many of a cache's tokens a new prompt keeps: their common prefix, but at most all the
 // prompt's tokens except its last, which is always evaluated for its logits.
 int64_t reusable_prefix(std::span<const int32_t> cached, std::span<const int32_t> prompt);
+// The same for `cache`, which holds `cached`: 0 where the cache cannot keep that prefix (a
+// recurrent model's keeps all it holds or nothing: KvCache::can_truncate).
+int64_t reusable_prefix(const KvCache& cache, std::span<const int32_t> cached, std::span<const int32_t> prompt);
 
 // The length of the longest proper prefix of `word` that `text` ends with: how much of a
 // streamed text to hold back because it may be the start of `word` (a stop string, a tag).
@@ -118,7 +121,8 @@ class ThinkSplitter {
 // draws from that position's logits with that step's random number, exactly as without
 // speculation (a verify pass of at most 32 rows takes a decode step's kernels, so its logits are
 // bit for bit a decode step's); a draft token is kept only when it equals that token. So greedy
-// and seeded sampling give the same tokens with or without it.
+// and seeded sampling give the same tokens with or without it. A model with recurrent layers
+// (qwen35) never drafts: its cache cannot drop a draft's rejected rows (KvCache::rewinds).
 struct SpeculativeOptions {
   bool enabled = true;
   int draft_max = 16;   // tokens per draft, 1 ... 31

@@ -137,7 +137,7 @@ void Scheduler::admit() {
     // slot_prompt_similarity); else the least recently used slot, an empty one first. Every chat
     // prompt starts with the same template tokens: without the threshold a new conversation
     // would evict a cached one while empty slots wait.
-    auto common = [&](const Slot& s) { return reusable_prefix(s.tokens, prompt); };
+    auto common = [&](const Slot& s) { return reusable_prefix(s.cache, s.tokens, prompt); };
     Slot* best = nullptr;
     int64_t best_keep = 0;
     for (Slot* s : idle)
@@ -218,7 +218,7 @@ void Scheduler::accept(Slot& slot, std::span<const float> logits) {
 int Scheduler::plan_draft(Slot& slot, int rows_before, double tokens_before, int max_rows) {
   Running& r = *slot.running;
   const SpeculativeOptions& spec = r.request.options.speculative;
-  if (!spec.enabled) return 0;
+  if (!spec.enabled || !slot.cache.rewinds()) return 0;
   slot.drafter.truncate(slot.tokens.size());
   slot.drafter.append(std::span<const int32_t>(slot.tokens).subspan(slot.drafter.tokens().size()));
   slot.drafter.append(slot.pending);
