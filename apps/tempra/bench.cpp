@@ -147,10 +147,20 @@ Result run_test(ExecContext& ctx, const llm::Model& model, const Test& test, int
     for (int32_t& id : ids) id = int32_t(rng() % uint64_t(n_vocab));
     return ids;
   };
-  if (depth > 0) session.prefill(ctx, random_tokens(depth));
+  const std::vector<int32_t> context = random_tokens(depth);
+  if (depth > 0) session.prefill(ctx, context);
   const std::vector<int32_t> tokens = random_tokens(test.n);
+  // Back to `depth` positions, untimed: a rewind, or for a recurrent model (whose state cannot
+  // forget positions: KvCache::can_truncate) the context again from an empty cache.
+  auto rewind = [&] {
+    if (session.cache().can_truncate(depth)) {
+      session.truncate(depth);
+    } else {
+      session.truncate(0);
+      if (depth > 0) session.prefill(ctx, context);
+    }
+  };
   auto once = [&](int64_t count) {
-    session.truncate(depth);
     if (test.prompt)
       session.prefill(ctx, std::span(tokens).first(size_t(count)));
     else
@@ -159,6 +169,7 @@ Result run_test(ExecContext& ctx, const llm::Model& model, const Test& test, int
   if (warmup) once(test.prompt ? test.n : 1);  // llama-bench's warm-up: the whole prompt, or one step
   Result r;
   for (int64_t rep = 0; rep < reps; ++rep) {
+    rewind();
     const auto t0 = Clock::now();
     once(test.n);
     r.seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());

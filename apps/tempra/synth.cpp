@@ -58,7 +58,7 @@ cli::Command synth_command() {
                        .kind = cli::Kind::String,
                        .help = "tiny (2 layers, hidden 256); qwen3 0.6b (Qwen3-0.6B's shape); llama 1b (Llama 3.2 "
                                "1B's); gemma3 1b (Gemma 3 1B's); qwen3moe a3b-8l (Qwen3-30B-A3B cut to 8 layers); deepseek2 "
-                               "lite-4l (DeepSeek-V2-Lite cut to 4 layers)",
+                               "lite-4l (DeepSeek-V2-Lite cut to 4 layers); qwen35 0.8b (Qwen3.5-0.8B's)",
                        .default_value = "tiny"},
                       {.spellings = {"--type"},
                        .kind = cli::Kind::String,

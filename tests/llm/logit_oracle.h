@@ -6,7 +6,7 @@
 // compare(label, path, prompts, criteria): each prompt (an English paragraph tokenized by
 // tempra's tokenizer, cut to n tokens) runs from an empty cache in both engines: llama.cpp with
 // one llama_batch whose every position outputs logits (2 threads, n_batch = n_ubatch = 512, its
-// default f16 KV cache and flash attention choice); tempra with load_model, Session::forward and
+// default f16 KV cache and flash attention choice, no extra buffer types: see Llama); tempra with load_model, Session::forward and
 // an f16 KvCache, the cache llama.cpp keeps (for F32 models too: the cache type is the engines'
 // shared storage rounding, so the comparison isolates the weights and the arithmetic), and
 // Numerics::ggml unless the criteria say otherwise. Criteria (issue 6, issue 17):
@@ -57,7 +57,15 @@ class Llama {
                  bool capture_routes = false) {
     testing::init_llama();
     testing::last_llama_error().clear();
-    model_ = llama_model_load_from_file(path.c_str(), llama_model_default_params());
+    // llama.cpp's plain CPU backend on every machine: no extra buffer types (use_extra_bufts),
+    // whose kernels differ by CPU. On an AMX CPU (Sapphire Rapids on) the AMX buffer takes f16
+    // matrices of rows a multiple of 32 and multiplies them by the activations unrounded
+    // (ggml-cpu/amx/mmq.cpp: "f16 only has avx512 kernels for now"), where every other path
+    // rounds them to f16 first; and it makes this llama.cpp abort while it sets up DeepSeek-V2's
+    // F16 graph (ggml_backend_sched_split_graph: GGML_ASSERT(*cur_backend_id != -1)).
+    llama_model_params model_params = llama_model_default_params();
+    model_params.use_extra_bufts = false;
+    model_ = llama_model_load_from_file(path.c_str(), model_params);
     if (model_ == nullptr) throw Error("llama.cpp cannot load " + path.string() + ": " + testing::last_llama_error());
     llama_context_params params = llama_context_default_params();
     params.n_ctx = kContext;

@@ -179,6 +179,31 @@ TEST(DeepSeek2Decode, allocates_nothing_after_warm_up_resident_or_streamed) {
   expect_allocation_free_moe_decode(SynthSpec::deepseek2_tiny());
 }
 
+// Qwen3.5's gated delta nets update their recurrent state in the cache in place: a decode step
+// allocates nothing either, with an f16 or a q8_0 cache for its attention layers.
+TEST(Qwen35Decode, allocates_nothing_after_warm_up) {
+  const fs::path path = scratch_dir() / "qwen35.gguf";
+  if (!fs::exists(path)) {
+    SynthSpec spec = SynthSpec::qwen35_tiny();
+    spec.seed = 9;
+    write_synthetic_model(path, spec);
+  }
+  const std::unique_ptr<Model> model = load_model(path);
+  for (KvCacheType cache_type : {KvCacheType::f16, KvCacheType::q8_0}) {
+    ExecContext ctx({.threads = 2});
+    Session session(ctx, *model, {.context = 64, .cache_type = cache_type});
+    session.prefill(ctx, std::vector<int32_t>{3, 141, 59, 26, 5, 358, 97});
+    int32_t token = 1;
+    session.decode(ctx, token);
+    const int64_t allocations_before = g_allocations.load();
+    for (int step = 0; step < 8; ++step) {
+      const std::span<const float> logits = session.decode(ctx, token);
+      token = int32_t(std::abs(int64_t(logits[0] * 1000)) % 500);
+    }
+    EXPECT_EQ(g_allocations.load() - allocations_before, 0) << "operator new calls during 8 decode steps";
+  }
+}
+
 // The session default is llama.cpp's: an f16 cache.
 TEST(Qwen3Decode, the_default_cache_is_f16) {
   EXPECT_EQ(SessionOptions{}.cache_type, KvCacheType::f16);

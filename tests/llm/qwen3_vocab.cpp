@@ -13,7 +13,8 @@
 
 namespace tempra::testing {
 
-void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json) {
+void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json,
+                            const std::string& pre) {
   check(std::filesystem::exists(tokenizer_json), "qwen3_vocab", "cannot read ", tokenizer_json.string(),
         ": run tools/oracle/install.sh");
   io::GgufWriter w;
@@ -32,16 +33,17 @@ void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesy
   m.add("qwen3.attention.layer_norm_rms_epsilon", {1e-6f});
   // The converter's tokenizer keys, shared with the model synthesizer (llm/synth.h).
   llm::add_qwen3_tokenizer_metadata(m, tokenizer_json.parent_path(), kQwen3VocabSize);
+  m.set("tokenizer.ggml.pre", {pre});
   w.write(path);
 }
 
-Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json) {
+Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json, const std::string& pre) {
   namespace fs = std::filesystem;
   init_llama();
   const fs::path dir = fs::temp_directory_path() / ("tempra-qwen3-vocab-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const fs::path gguf = dir / "qwen3-vocab.gguf";
-  write_qwen3_vocab_gguf(gguf, tokenizer_json);
+  const fs::path gguf = dir / ("qwen3-vocab-" + pre + ".gguf");
+  write_qwen3_vocab_gguf(gguf, tokenizer_json, pre);
   Qwen3Vocab q;
   q.tokenizer = std::make_unique<llm::Tokenizer>(llm::Tokenizer::from_gguf(io::GgufFile::open(gguf)));
   llama_model_params params = llama_model_default_params();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
 
 #include "llama.h"
 #include "tempra/llm/tokenizer/tokenizer.h"
@@ -23,7 +24,10 @@ namespace tempra::testing {
 
 inline constexpr int32_t kQwen3VocabSize = 151936;
 
-void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json);
+// `pre`: the tokenizer.ggml.pre to write (Qwen3.5's "qwen35" splits its words apart from Qwen3's
+// only at combining marks, so Qwen3's vocab under it tests that split).
+void write_qwen3_vocab_gguf(const std::filesystem::path& path, const std::filesystem::path& tokenizer_json,
+                            const std::string& pre = "qwen2");
 
 // Both engines over that vocab: tempra's tokenizer and llama.cpp's vocab-only model (null, with
 // llama.cpp's error in last_llama_error(), when it refuses the file). The GGUF is written to a
@@ -33,6 +37,6 @@ struct Qwen3Vocab {
   llama_model* model = nullptr;
   const llama_vocab* vocab = nullptr;
 };
-Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json);
+Qwen3Vocab load_qwen3_vocab(const std::filesystem::path& tokenizer_json, const std::string& pre = "qwen2");
 
 }  // namespace tempra::testing

@@ -20,6 +20,7 @@
 #include "support/errors.h"
 #include "support/files.h"
 #include "tempra/io/gguf_model.h"
+#include "tempra/llm/model/synth.h"
 #include "tempra/llm/runtime/generator.h"
 #include "tempra/llm/runtime/session.h"
 
@@ -199,6 +200,52 @@ TEST(Scheduler, a_follow_up_turn_reuses_its_slot_and_prefills_only_the_suffix) {
   Session session(ctx, *m.model, {.context = 128});
   Generator cold(ctx, *m.model, m.tokenizer, session);
   EXPECT_EQ(second.result.ids, cold.generate(turn2, greedy).ids);
+}
+
+// A recurrent model (qwen35) in the scheduler: a follow-up turn keeps the slot's whole cache, a
+// prompt that leaves the cached tokens partway starts its slot over (a recurrent state keeps all
+// it holds or nothing), no draft is verified, and each answer is a lone generator's.
+TEST(Scheduler, a_recurrent_model_reuses_whole_slots_or_starts_them_over) {
+  const fs::path path = testing::scratch_dir("tempra_scheduler_test") / "qwen35.gguf";
+  if (!fs::exists(path)) {
+    SynthSpec spec = SynthSpec::qwen35_tiny();
+    spec.n_vocab = 300;
+    spec.weight_type = DType::f32;
+    spec.seed = 3;
+    write_synthetic_model(path, spec);
+  }
+  const io::GgufModel gguf = io::GgufModel::open(path);
+  const Loaded m{load_model(gguf), Tokenizer::from_gguf(gguf.metadata())};
+  ExecContext ctx({.threads = 2});
+  Scheduler scheduler(ctx, *m.model, m.tokenizer, {.slots = 1, .context = 128, .batch = 64, .chunk = 16});
+  GenerateOptions greedy = options_for(0);
+  greedy.speculative.always = true;
+  auto cold = [&](const std::vector<int32_t>& ids) {
+    Session session(ctx, *m.model, {.context = 128});
+    Generator generator(ctx, *m.model, m.tokenizer, session);
+    return generator.generate(ids, greedy).ids;
+  };
+  Outcome first, second, third;
+  const std::vector<int32_t> turn1 = prompt(1, 30);
+  ASSERT_TRUE(scheduler.submit(request(turn1, greedy, first)));
+  scheduler.run_until_idle();
+  EXPECT_EQ(first.result.ids, cold(turn1));
+  EXPECT_EQ(first.result.timings.draft_tokens, 0);
+
+  std::vector<int32_t> turn2 = turn1;
+  turn2.insert(turn2.end(), first.result.ids.begin(), first.result.ids.end());
+  for (int32_t id : {7, 8, 9, 10}) turn2.push_back(id);
+  ASSERT_TRUE(scheduler.submit(request(turn2, greedy, second)));
+  scheduler.run_until_idle();
+  EXPECT_EQ(second.result.reused_tokens, int64_t(turn1.size() + first.result.ids.size()) - 1);
+  EXPECT_EQ(second.result.ids, cold(turn2));
+
+  std::vector<int32_t> edited = turn1;  // the first turn with its last 5 tokens changed
+  for (size_t i = edited.size() - 5; i < edited.size(); ++i) edited[i] = 200;
+  ASSERT_TRUE(scheduler.submit(request(edited, greedy, third)));
+  scheduler.run_until_idle();
+  EXPECT_EQ(third.result.reused_tokens, 0);
+  EXPECT_EQ(third.result.ids, cold(edited));
 }
 
 // A new conversation that shares only the template's first tokens with a cached one takes an

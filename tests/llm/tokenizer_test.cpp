@@ -47,6 +47,12 @@ const Vocab& qwen3() {
   return q;
 }
 
+// Qwen3.5's pre-tokenizer (qwen35: combining marks join the letters' words) over Qwen3's vocab.
+const Vocab& qwen35() {
+  static const Vocab q = testing::load_qwen3_vocab(TEMPRA_QWEN3_TOKENIZER_JSON, "qwen35");
+  return q;
+}
+
 // Llama 3's (gpt2 model, llama-bpe pre-tokenizer, 128256 tokens): the vocab-only GGUF llama.cpp
 // ships for its own tokenizer tests (models/ggml-vocab-llama-bpe.gguf in the oracle's source).
 // The vocab-only GGUFs llama.cpp ships for its own tokenizer tests (models/ in the oracle's source),
@@ -137,7 +143,8 @@ class VocabOracle : public ::testing::TestWithParam<VocabCase> {
   const Vocab& v() const { return GetParam().vocab(); }
 };
 INSTANTIATE_TEST_SUITE_P(ByteLevel, VocabOracle,
-                         ::testing::Values(VocabCase{"qwen3", qwen3}, VocabCase{"llama_bpe", llama_bpe},
+                         ::testing::Values(VocabCase{"qwen3", qwen3}, VocabCase{"qwen35", qwen35},
+                                           VocabCase{"llama_bpe", llama_bpe},
                                            VocabCase{"llama_spm", llama_spm, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 

@@ -9,10 +9,6 @@
 #include <cstring>
 #include <numeric>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-
 #include "tempra/backend/kernels.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/error.h"
@@ -140,39 +136,11 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows.
-// Whether this CPU has Intel AMX (CPUID leaf 7: AMX-TILE and AMX-INT8), with which ggml's CPU
-// backend (its sapphirerapids variant, the one the oracle loads there) keeps weights in its AMX
-// buffer type.
-bool host_has_amx() {
-#if defined(__x86_64__)
-  static const bool amx = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (edx & (1u << 24)) != 0 && (edx & (1u << 25)) != 0;
-  }();
-  return amx;
-#else
-  return false;
-#endif
-}
-
-// Whether ggml rounds the activations to f16/bf16 before multiplying them by `w`: it does for
-// every f16/bf16 matrix (vec_dot_type F16/BF16), except that on an AMX CPU an f16 matrix with
-// rows a multiple of 32 and columns of 16 lives in the AMX buffer, whose f16 kernel takes the
-// f32 activations as they are (ggml-cpu/amx/amx.cpp supports_op, mmq.cpp
-// ggml_backend_amx_mul_mat: "f16 only has avx512 kernels for now"). Measured on a Sapphire
-// Rapids-class Xeon: llama.cpp's attn_qkv of a synthesized Qwen3.5 equals the unrounded product
-// to 9e-8 and differs from the rounded one by 2e-4; its 4-row ssm_beta the reverse.
-bool ggml_rounds_activations(const Array& w) {
-  if (w.dtype() == DType::bf16) return true;
-  if (w.dtype() != DType::f16) return false;
-  return !(host_has_amx() && w.dim(0) % 32 == 0 && w.dim(1) % 16 == 0);
-}
-
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
                  Numerics numerics, RowPath path) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
-  if (numerics == Numerics::ggml && ggml_rounds_activations(w)) {
+  if (numerics == Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
     // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
     auto* rounded = static_cast<float*>(quantized);
     const bool to_f16 = w.dtype() == DType::f16;

@@ -45,9 +45,8 @@ namespace tempra::llm {
 //          parity tests hold it to). Decode steps keep the integer dots.
 //   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
 //          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
-//          converts src1 before the dot; products of two halves are exact in f32; but on a CPU
-//          with AMX, f16 matrices of rows a multiple of 32 and columns of 16 take ggml's AMX
-//          buffer's kernel, which does not round: ggml_rounds_activations in decoder.cpp), and with an
+//          converts src1 before the dot; products of two halves are exact in f32; not so in
+//          ggml's AMX buffer, which the oracle tests turn off: tests/llm/logit_oracle.h), and with an
 //          f16 cache and fewer than 64 tokens in the batch, attention as ggml's CPU flash
 //          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
 //          from 64 query rows ggml's tiled kernel is f32 throughout, as tempra's attention).

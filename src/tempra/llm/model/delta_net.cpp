@@ -46,21 +46,22 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
 
 void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride,
                 const float* g, const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim,
-                float* state, float* out, int64_t out_stride, float* delta) {
+                float* state, float* out, int64_t out_stride) {
   const int64_t S = head_dim;
   const float scale = 1.0f / std::sqrt(float(S));
   for (int64_t t = 0; t < n; ++t) {
     const float *qt = q + t * q_stride, *kt = k + t * q_stride, *vt = v + t * v_stride + h * S;
     const float decay = std::exp(g[t * v_heads + h]), b = beta[t * v_heads + h];
-    for (int64_t j = 0; j < S * S; ++j) state[j] *= decay;
-    for (int64_t j = 0; j < S; ++j) delta[j] = (vt[j] - dot(state + j * S, kt, S)) * b;
+    float* ot = out + t * out_stride + h * S;
+    // Each row of M evolves on its own (decay, its delta, its update, its output), so one row
+    // at a time, in two sweeps that stay in L1: the bits of ggml's four sweeps over all of M.
     for (int64_t j = 0; j < S; ++j) {
       float* row = state + j * S;
-      const float d = delta[j];
+      for (int64_t i = 0; i < S; ++i) row[i] *= decay;
+      const float d = (vt[j] - dot(row, kt, S)) * b;
       for (int64_t i = 0; i < S; ++i) row[i] += kt[i] * d;
+      ot[j] = dot(row, qt, S) * scale;
     }
-    float* ot = out + t * out_stride + h * S;
-    for (int64_t j = 0; j < S; ++j) ot[j] = dot(state + j * S, qt, S) * scale;
   }
 }
 
@@ -102,13 +103,11 @@ void ForwardPass::gated_delta_net(int layer, const float* x, const DeltaNetWeigh
     });
     for (int64_t t = 0; t < m; ++t)
       for (int64_t h = 0; h < 2 * Hk; ++h) l2_norm(conv_rows + t * C + h * S, S, float(eps));
-    // Each head's delta scratch: its slice of delta_norm's first row, which the norm below
-    // overwrites.
     pool().parallel_for(Hv, 1, [&](int64_t first, int64_t last) {
       for (int64_t h = first; h < last; ++h) {
         const int64_t kh = h % Hk;
         delta_rule(conv_rows + kh * S, conv_rows + Kd + kh * S, C, conv_rows + 2 * Kd, C, g + row * Hv,
-                   beta + row * Hv, Hv, h, m, S, matrices + h * S * S, o + row * Vd, Vd, o_norm + h * S);
+                   beta + row * Hv, Hv, h, m, S, matrices + h * S * S, o + row * Vd, Vd);
       }
     });
     row += m;

@@ -61,10 +61,10 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
 // v_stride, at h * head_dim); g[t * v_heads + h] and beta[t * v_heads + h]. The state M
 // (head_dim x head_dim, row j for value dim j, as ggml stores S transposed) evolves per token as
 //   M *= exp(g);  delta[j] = (v[j] - M[j] . k) beta;  M[j] += delta[j] k;  out[j] = M[j] . q / sqrt(head_dim)
-// and out's row t is at t * out_stride + h * head_dim. `delta`: head_dim floats of scratch.
+// and out's row t is at t * out_stride + h * head_dim.
 void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride,
                 const float* g, const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim,
-                float* state, float* out, int64_t out_stride, float* delta);
+                float* state, float* out, int64_t out_stride);
 
 // ggml_l2_norm of one vector of `width`, in place: x / max(|x|, eps), the squares summed in double.
 void l2_norm(float* x, int64_t width, float eps);

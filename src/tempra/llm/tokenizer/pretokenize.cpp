@@ -16,6 +16,9 @@ std::vector<size_t> pretokenize(PreTokenizer kind, std::span<const uint32_t> cpt
   const auto cpt_at = [&](size_t i) { return i < n ? cpts[i] : kOutside; };
   const auto flags_at = [&](size_t i) { return i < n ? codepoint_flags(cpts[i]) : CodepointFlags{}; };
   const auto is_newline = [](uint32_t c) { return c == '\r' || c == '\n'; };
+  // What a word's letter run takes: letters, and for qwen35 combining marks too.
+  const bool marks_in_words = kind == PreTokenizer::qwen35;
+  const auto wordy = [&](const CodepointFlags& f) { return f.letter || (marks_in_words && f.mark); };
 
   size_t word_start = 0;
   const auto end_word = [&](size_t end) {
@@ -46,10 +49,10 @@ std::vector<size_t> pretokenize(PreTokenizer kind, std::span<const uint32_t> cpt
       }
     }
 
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (!is_newline(cpt) && !flags.number && (flags.letter || flags_at(pos + 1).letter)) {
+    // [^\r\n\p{L}\p{N}]?\p{L}+ (qwen35: [\p{L}\p{M}]+)
+    if (!is_newline(cpt) && !flags.number && (wordy(flags) || wordy(flags_at(pos + 1)))) {
       ++pos;
-      while (flags_at(pos).letter) ++pos;
+      while (wordy(flags_at(pos))) ++pos;
       end_word(pos);
       continue;
     }
@@ -62,9 +65,9 @@ std::vector<size_t> pretokenize(PreTokenizer kind, std::span<const uint32_t> cpt
       continue;
     }
 
-    // <space>?[^\s\p{L}\p{N}]+[\r\n]*
+    // <space>?[^\s\p{L}\p{N}]+[\r\n]* (qwen35: [^\s\p{L}\p{M}\p{N}])
     CodepointFlags run = cpt == ' ' ? flags_at(pos + 1) : flags;
-    const auto is_symbol = [](const CodepointFlags& f) { return !(f.whitespace || f.letter || f.number) && f.any; };
+    const auto is_symbol = [&](const CodepointFlags& f) { return !(f.whitespace || wordy(f) || f.number) && f.any; };
     if (is_symbol(run) && flags.any) {
       if (cpt == ' ') ++pos;
       while (is_symbol(run)) run = flags_at(++pos);

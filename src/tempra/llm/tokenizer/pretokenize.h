@@ -1,5 +1,6 @@
 // tempra/llm/tokenizer/pretokenize.h: the pre-tokenizer splits of byte-level BPE vocabs: `qwen2`
-// (Qwen2, Qwen2.5, Qwen3) and `llama3` (Llama 3.x; GGUF's tokenizer.ggml.pre llama-bpe).
+// (Qwen2, Qwen2.5, Qwen3), `qwen35` (Qwen3.5) and `llama3` (Llama 3.x; GGUF's
+// tokenizer.ggml.pre llama-bpe).
 //
 // Contract: splits a run of code points into words, returned as their lengths in code points
 // (they sum to cpts.size(); none is 0). The words are the matches of the regex from the model's
@@ -9,7 +10,9 @@
 //   | \s*[\r\n]+ | \s+(?!\S) | \s+
 // where D, the longest run of digits in one word, is 1 for qwen2 and 3 for llama3 (the two
 // regexes differ there only), with \p{L}, \p{N} and \s taken from llama.cpp's Unicode tables
-// (unicode.h). Linear time.
+// (unicode.h). qwen35 is qwen2 with combining marks (\p{M}) counted as letters: its words are
+//   [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and  ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*
+// (unicode_regex_split_custom_qwen35). Linear time.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +22,7 @@
 
 namespace tempra::llm {
 
-enum class PreTokenizer : uint8_t { qwen2, llama3 };
+enum class PreTokenizer : uint8_t { qwen2, qwen35, llama3 };
 
 std::vector<size_t> pretokenize(PreTokenizer kind, std::span<const uint32_t> cpts);
 

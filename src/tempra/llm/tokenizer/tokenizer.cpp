@@ -93,6 +93,7 @@ const std::vector<std::string>& string_array(const io::GgufMetadata& m, std::str
 constexpr const char* kLlama3Names = "llama3, llama-v3, llama-bpe";
 std::optional<PreTokenizer> pre_tokenizer_named(std::string_view name) {
   if (name == "qwen2") return PreTokenizer::qwen2;
+  if (name == "qwen35") return PreTokenizer::qwen35;
   if (name == "llama3" || name == "llama-v3" || name == "llama-bpe") return PreTokenizer::llama3;
   return std::nullopt;
 }
@@ -108,7 +109,7 @@ Tokenizer::Tokenizer(TokenizerVocab vocab) : vocab_(std::move(vocab)) {
   spm_model_ = vocab_.model == "llama";
   if (!spm_model_) {
     const std::optional<PreTokenizer> pre = pre_tokenizer_named(vocab_.pre);
-    check(pre.has_value(), kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (qwen2, ", kLlama3Names, ")");
+    check(pre.has_value(), kOp, "pre-tokenizer '", vocab_.pre, "' is not supported (qwen2, qwen35, ", kLlama3Names, ")");
     pre_ = *pre;
   }
   if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::normal);

@@ -1,6 +1,6 @@
 // tempra/llm/tokenizer/tokenizer.h: the tokenizers of GGUF models: byte-level BPE
-// (`tokenizer.ggml.model = gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3; or the
-// `llama3` ones, llama-bpe: Llama 3.x) and SentencePiece (`llama`: Llama 2, Mistral, TinyLlama).
+// (`tokenizer.ggml.model = gpt2` with the `qwen2` pre-tokenizer: Qwen2, Qwen2.5, Qwen3; `qwen35`:
+// Qwen3.5; or the `llama3` ones, llama-bpe: Llama 3.x) and SentencePiece (`llama`: Llama 2, Mistral, TinyLlama).
 //
 // Contract:
 //   - encode(text) returns llama.cpp's llama_tokenize ids for the same vocab, byte for byte
@@ -28,8 +28,8 @@
 //     incomplete code point at the end is held until completed; bytes that can never form one
 //     are passed through as they are, so the concatenation of all output equals decode(ids).
 //   - from_gguf throws tempra::Error naming the key for a missing or malformed field and for a
-//     tokenizer model other than gpt2 and llama or a gpt2 pre-tokenizer other than qwen2 and the
-//     llama3 names. Defaults are llama.cpp's: add_bos true for llama and the llama3
+//     tokenizer model other than gpt2 and llama or a gpt2 pre-tokenizer other than qwen2, qwen35
+//     and the llama3 names. Defaults are llama.cpp's: add_bos true for llama and the llama3
 //     pre-tokenizers, false otherwise; llama's bos 1 and eos 2 when the file names none.
 #pragma once
 

@@ -146,6 +146,7 @@ CodepointFlags codepoint_flags(uint32_t cpt) {
                     1;
   flags.letter = run->cls == kLetter;
   flags.number = run->cls == kNumber;
+  flags.mark = run->cls == kMark;
   flags.any = run->cls != kNone;
   flags.whitespace = std::binary_search(std::begin(kWhitespace), std::end(kWhitespace), cpt);
   return flags;

@@ -43,6 +43,7 @@ inline size_t utf8_sequence_length(unsigned char lead) {
 struct CodepointFlags {
   bool letter = false;
   bool number = false;
+  bool mark = false;  // \p{M}
   bool whitespace = false;
   bool any = false;
 };
