@@ -6,7 +6,9 @@
 // -ctk/-ctv, -o md|json|jsonl, --no-warmup; -ngl and -fa are accepted and ignored (a CPU engine).
 // Each model is loaded once; for every thread count, depth and test:
 //   - the cache is filled to the depth once (untimed, random tokens); each repetition rewinds it
-//     there (KvCache::truncate, which reads what follows exactly as a fresh cache would);
+//     there (KvCache::truncate, which reads what follows exactly as a fresh cache would), or for
+//     a recurrent model, whose state cannot give back positions, fills it again from empty
+//     (untimed too);
 //   - `ppN` times a prefill of N random tokens in forward passes of min(-b, -ub) tokens, logits of
 //     the last position only (llama-bench's llama_batch_get_one); `tgN` times N decode steps of
 //     one token each, fed fixed random ids (no sampling, so every run does the same work);

@@ -195,7 +195,8 @@ LoadedModel load_model(const cli::Args& args) {
   if (tty) std::cerr << "\r\033[K";
   std::fprintf(stderr,
                "loaded %s: %s, %d layers, hidden %lld, %lld/%lld heads, vocab %lld, context %lld (%.0f ms)\n",
-               path.c_str(), c.architecture.c_str(), c.cache.n_layer + c.cache.n_recurrent, static_cast<long long>(c.n_embd),
+               path.c_str(), c.architecture.c_str(), c.cache.n_layer + c.cache.n_recurrent,
+               static_cast<long long>(c.n_embd),
                static_cast<long long>(c.n_head), static_cast<long long>(c.cache.n_head_kv), static_cast<long long>(c.n_vocab),
                static_cast<long long>(c.context_length), ms);
   report_expert_cache(*model);

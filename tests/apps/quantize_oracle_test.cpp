@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
+#include "tempra/llm/model/synth.h"
 
 namespace tempra::app {
 namespace {
@@ -44,6 +46,7 @@ fs::path scratch_dir() {
 struct Model {
   const char* label;
   testing::Qwen3Spec spec;
+  std::optional<llm::SynthSpec> synth = {};  // another architecture, from the synthesizer
 };
 
 const Model& wide_f32() {
@@ -57,9 +60,25 @@ const Model& narrow_f16_tied() {
   return m;
 }
 
+// Qwen3.5's tiny body in F32: its ssm tensors (the f32 convolution, ssm_a, the 4-row beta and
+// alpha, ssm_out of 128 columns, which no K-quant divides) follow llama.cpp's rules too.
+const Model& qwen35_f32() {
+  static const Model m = [] {
+    llm::SynthSpec spec = llm::SynthSpec::qwen35_tiny();
+    spec.weight_type = DType::f32;
+    spec.seed = 5;
+    return Model{"qwen35_f32", {}, spec};
+  }();
+  return m;
+}
+
 fs::path model_path(const Model& m) {
   const fs::path p = scratch_dir() / (std::string(m.label) + ".gguf");
-  if (!fs::exists(p)) testing::write_qwen3_model(p, m.spec);
+  if (fs::exists(p)) return p;
+  if (m.synth)
+    llm::write_synthetic_model(p, *m.synth);
+  else
+    testing::write_qwen3_model(p, m.spec);
   return p;
 }
 
@@ -167,6 +186,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{&wide_f32(), "F16"}, Case{&wide_f32(), "BF16"}, Case{&wide_f32(), "F32"},
                       Case{&wide_f32(), "Q4_K_M", true}, Case{&wide_f32(), "Q2_K", true}),
     case_name);
+INSTANTIATE_TEST_SUITE_P(Qwen35F32, QuantizeOracle,
+                         ::testing::Values(Case{&qwen35_f32(), "Q8_0"}, Case{&qwen35_f32(), "Q4_0"},
+                                           Case{&qwen35_f32(), "Q4_K_M"}, Case{&qwen35_f32(), "Q6_K"},
+                                           Case{&qwen35_f32(), "F16"}),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(NarrowF16Tied, QuantizeOracle,
                          ::testing::Values(Case{&narrow_f16_tied(), "Q8_0"}, Case{&narrow_f16_tied(), "Q4_0"},
                                            Case{&narrow_f16_tied(), "Q2_K"}, Case{&narrow_f16_tied(), "Q3_K_M"},

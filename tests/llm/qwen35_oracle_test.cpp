@@ -93,19 +93,46 @@ TEST(Qwen35Load, reads_recurrent_layers_and_skips_prediction_blocks) {
   EXPECT_EQ(model->info().cache.recurrent_floats, 3 * (2 * 2 + 4) * 32 + 4 * 32 * 32);
   const std::vector<int32_t> ids = sample_ids(24);
   const Array expected = logits_of(good, ids);
-  const fs::path flags = with_keys(good, scratch_dir(), "qwen35-flags",
-                                   {{"qwen35.attention.recurrent_layers", {io::GgufArray{std::vector<bool>{true, true, true, false}}}}},
-                                   {"qwen35.full_attention_interval"});
+  const fs::path flags =
+      with_keys(good, scratch_dir(), "qwen35-flags",
+                {{"qwen35.attention.recurrent_layers", {io::GgufArray{std::vector<bool>{true, true, true, false}}}}},
+                {"qwen35.full_attention_interval"});
   const Array from_flags = logits_of(flags, ids);
   EXPECT_EQ(std::memcmp(expected.raw_data(), from_flags.raw_data(), expected.nbytes()), 0);
-  const fs::path mtp = with_keys(good, scratch_dir(), "qwen35-mtp",
-                                 {{"qwen35.block_count", {uint32_t{5}}}, {"qwen35.nextn_predict_layers", {uint32_t{1}}}});
+  const fs::path mtp =
+      with_keys(good, scratch_dir(), "qwen35-mtp",
+                {{"qwen35.block_count", {uint32_t{5}}}, {"qwen35.nextn_predict_layers", {uint32_t{1}}}});
   const Array from_mtp = logits_of(mtp, ids);
   EXPECT_EQ(std::memcmp(expected.raw_data(), from_mtp.raw_data(), expected.nbytes()), 0);
   // The other layout of the same weights is another model: the flags are read, not assumed.
-  const fs::path swapped = with_keys(good, scratch_dir(), "qwen35-swapped",
-                                     {{"qwen35.full_attention_interval", {uint32_t{2}}}});
-  EXPECT_NE(load_error(swapped).find("tensor 'blk.1.attn_q.weight' is missing"), std::string::npos) << load_error(swapped);
+  const fs::path swapped =
+      with_keys(good, scratch_dir(), "qwen35-swapped", {{"qwen35.full_attention_interval", {uint32_t{2}}}});
+  EXPECT_NE(load_error(swapped).find("tensor 'blk.1.attn_q.weight' is missing"), std::string::npos)
+      << load_error(swapped);
+}
+
+// Several sequences in one forward, each over its own state: a prompt chunk of 11 rows and one
+// of 5 in one batch, then a decode step of both in one batch, give each sequence the logits it
+// gets alone, bit for bit (each sequence's rows take the path their count alone takes).
+TEST(Qwen35Batch, sequences_in_one_forward_equal_each_alone) {
+  const auto model = load_model(synth_model(scratch_dir(), "qwen35-load", tiny_spec(DType::f32)));
+  ExecContext ctx({.threads = 2});
+  const std::vector<int32_t> a = sample_ids(11), b = {9, 8, 7, 6, 5}, next_a = {40}, next_b = {41};
+  auto alone = [&](const std::vector<int32_t>& prompt, const std::vector<int32_t>& step) {
+    KvCache cache = model->make_cache(ctx, 32, KvCacheType::f16);
+    model->forward(ctx, prompt, cache);
+    return model->forward(ctx, step, cache);
+  };
+  const Array want_a = alone(a, next_a), want_b = alone(b, next_b);
+  KvCache ca = model->make_cache(ctx, 32, KvCacheType::f16), cb = model->make_cache(ctx, 32, KvCacheType::f16);
+  const auto buffers = model->make_buffers(ctx, 16, 2, 32);
+  const SequenceRows prompts[] = {{&ca, a, 1}, {&cb, b, 1}};
+  model->forward(ctx, prompts, *buffers);
+  const SequenceRows steps[] = {{&ca, next_a, 1}, {&cb, next_b, 1}};
+  model->forward(ctx, steps, *buffers);
+  const int64_t n_vocab = model->info().n_vocab;
+  EXPECT_EQ(std::memcmp(buffers->logits_row(0).data(), want_a.data<float>(), size_t(n_vocab) * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(buffers->logits_row(1).data(), want_b.data<float>(), size_t(n_vocab) * sizeof(float)), 0);
 }
 
 TEST(Qwen35Load, refuses_what_it_does_not_run_by_name) {
@@ -115,15 +142,20 @@ TEST(Qwen35Load, refuses_what_it_does_not_run_by_name) {
     const std::string error = load_error(with_keys(good, scratch_dir(), name, keys));
     EXPECT_NE(error.find(message), std::string::npos) << name << ": " << error;
   };
-  refused("inner", {{"qwen35.ssm.inner_size", {uint32_t{96}}}}, "ssm.inner_size 96 differs from time_step_rank x state_size 128");
-  refused("heads", {{"qwen35.ssm.time_step_rank", {uint32_t{3}}}}, "(at most 4096, a multiple of the groups) are out of range");
+  refused("inner", {{"qwen35.ssm.inner_size", {uint32_t{96}}}},
+          "ssm.inner_size 96 differs from time_step_rank x state_size 128");
+  refused("heads", {{"qwen35.ssm.time_step_rank", {uint32_t{3}}}}, "ssm.time_step_rank 3 (a multiple of the groups");
+  // A few bytes of metadata asking for a 4 GiB state per layer and sequence: refused at load.
+  refused("state", {{"qwen35.ssm.state_size", {uint32_t{4096}}}, {"qwen35.ssm.time_step_rank", {uint32_t{64}}}},
+          "a state of at most 16777216 floats) are out of range");
   refused("sections", {{"qwen35.rope.dimension_sections", {io::GgufArray{std::vector<int32_t>{2, 2, 2, 2}}}}},
           "leave rotated pair 6 of 8 without a text position");
   refused("sections_length", {{"qwen35.rope.dimension_sections", {io::GgufArray{std::vector<int32_t>{3, 3}}}}},
           "'qwen35.rope.dimension_sections' must be an array of 4 non-negative integers");
   refused("nextn", {{"qwen35.nextn_predict_layers", {uint32_t{4}}}}, "nextn_predict_layers 4 leaves no layer of the 4");
   refused("all_recurrent", {{"qwen35.full_attention_interval", {uint32_t{5}}}}, "no layer attends");
-  refused("rot", {{"qwen35.rope.dimension_count", {uint32_t{66}}}}, "rope.dimension_count 66 must be even and in (0, head dim 64]");
+  refused("rot", {{"qwen35.rope.dimension_count", {uint32_t{66}}}},
+          "rope.dimension_count 66 must be even and in (0, head dim 64]");
 }
 
 }  // namespace

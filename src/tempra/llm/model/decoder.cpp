@@ -109,6 +109,12 @@ void DecoderConfig::read_experts(const ModelLoader& in) {
             " used");
 }
 
+void DecoderConfig::require_full_rotation(const ModelLoader& in) const {
+  if (n_rot != head_dim)
+    in.fail("rope.dimension_count ", n_rot, " differs from the head dim ", head_dim,
+            ": partial rotation is not supported for ", in.architecture(), " (nor by llama.cpp)");
+}
+
 namespace {
 
 // Past this many rows, exact numerics multiply block-quantized weights with the decoding GEMM
@@ -660,15 +666,23 @@ void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, 
     linear(ffn_act, down, out);
     return;
   }
-  kernels_for(ctx_.backend())
-      .f32.unary(act, rows_ref(static_cast<const float*>(ffn_gate), n_, F), rows_ref(ffn_gate, n_, F), ctx_.threads());
+  unary(act, ffn_gate, F);
   linear(x, up, ffn_up);
-  for (int64_t j = 0; j < n_ * F; ++j) ffn_act[j] = ffn_gate[j] * ffn_up[j];
+  mul(ffn_gate, ffn_up, F, ffn_act);
   linear(ffn_act, down, out);
 }
 
 void ForwardPass::add(const float* a, const float* b, int64_t width, float* out) const {
   for (int64_t j = 0; j < n_ * width; ++j) out[j] = a[j] + b[j];
+}
+
+void ForwardPass::mul(const float* a, const float* b, int64_t width, float* out) const {
+  for (int64_t j = 0; j < n_ * width; ++j) out[j] = a[j] * b[j];
+}
+
+void ForwardPass::unary(UnaryOp op, float* x, int64_t width) const {
+  kernels_for(ctx_.backend()).f32.unary(op, rows_ref(static_cast<const float*>(x), n_, width), rows_ref(x, n_, width),
+                                        ctx_.threads());
 }
 
 void ForwardPass::scale(float* x, int64_t width, float s) const {

@@ -1,7 +1,8 @@
 // tempra/llm/model/decoder.h: the shared blocks every decoder-only architecture's forward is
 // written in (llama.cpp's llm_graph_context, for eager code): the hyperparameters they share,
 // the buffers of one forward pass, and ForwardPass, whose steps (embed, linear, rms_norm, rope,
-// attention, the gated FFN, the output head) each run on every row of a batch at once.
+// attention, latent attention, the gated delta net, the gated FFN and the mixture of experts,
+// the output head) each run on every row of a batch at once.
 //
 // Contract: a ForwardPass is made per forward() after check_batch; it lays the batch's rows out
 // sequence after sequence (rows(), positions()) and writes only into the DecoderBuffers it was
@@ -137,6 +138,9 @@ struct DecoderConfig {
   // 1024), expert_used_count (at most expert_count), expert_group_count and
   // expert_group_used_count (groups dividing the experts, 0 < used < groups).
   void read_experts(const ModelLoader& in);
+  // Refuses a partial rotation (n_rot below head_dim) by name: the architectures whose
+  // llama.cpp graph rotates whole heads (llama refuses the file, qwen3 asserts).
+  void require_full_rotation(const ModelLoader& in) const;
 };
 
 // How moe_ffn routes each token (llama.cpp's build_moe_ffn): the router's probabilities are
@@ -324,6 +328,11 @@ class ForwardPass {
                float* out) const;
   // out[j] = a[j] + b[j] over rows() x width.
   void add(const float* a, const float* b, int64_t width, float* out) const;
+  // out[j] = a[j] * b[j] over rows() x width (ggml_mul).
+  void mul(const float* a, const float* b, int64_t width, float* out) const;
+  // x[j] = op(x[j]) over rows() x width, in place, through the kernel table (silu, sigmoid,
+  // softplus, ...).
+  void unary(UnaryOp op, float* x, int64_t width) const;
   // x[j] *= s over rows() x width (ggml_scale).
   void scale(float* x, int64_t width, float s) const;
   // The logits: each sequence's last logit_rows rows of `hidden` [rows, n_embd] normed by

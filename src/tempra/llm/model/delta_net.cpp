@@ -25,8 +25,8 @@ float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps,
-                    float* conv_state, float* out, int64_t first, int64_t last) {
+void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps, float* conv_state,
+                    float* out, int64_t first, int64_t last) {
   const int64_t cached = taps - 1;
   // Row r of the convolution's input: a cached row, then the sequence's own.
   const auto in = [&](int64_t r, int64_t c) {
@@ -37,16 +37,16 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
     for (int64_t t = 0; t < n; ++t) {
       float sum = 0.0f;
       for (int64_t i = 0; i < taps; ++i) sum += in(t + i, c) * w[i];
-      out[t * channels + c] = silu(sum);
+      out[t * channels + c] = sum;
     }
     // The last `cached` input rows; row r reads row n + r >= r, not yet overwritten.
     for (int64_t r = 0; r < cached; ++r) conv_state[r * channels + c] = in(n + r, c);
   }
 }
 
-void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride,
-                const float* g, const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim,
-                float* state, float* out, int64_t out_stride) {
+void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride, const float* g,
+                const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim, float* state, float* out,
+                int64_t out_stride) {
   const int64_t S = head_dim;
   const float scale = 1.0f / std::sqrt(float(S));
   for (int64_t t = 0; t < n; ++t) {
@@ -82,39 +82,50 @@ void ForwardPass::gated_delta_net(int layer, const float* x, const DeltaNetWeigh
   linear(x, w.attn_qkv, qkv_mixed);
   linear(x, w.attn_gate, z);
   linear(x, w.ssm_beta, beta);
+  unary(UnaryOp::sigmoid, beta, Hv);
+  // gate = softplus(alpha + ssm_dt) * ssm_a, ssm_a = -exp(A_log): the log of each head's decay.
   linear(x, w.ssm_alpha, g);
   const float *dt = w.ssm_dt.data<float>(), *a = w.ssm_a.data<float>();
-  for (int64_t r = 0; r < n_; ++r)
-    for (int64_t h = 0; h < Hv; ++h) {
-      float& bh = beta[r * Hv + h];
-      bh = sigmoid(bh);
-      float& gh = g[r * Hv + h];
-      gh = softplus(gh + dt[h]) * a[h];
-    }
+  for (int64_t j = 0; j < n_ * Hv; ++j) g[j] += dt[j % Hv];
+  unary(UnaryOp::softplus, g, Hv);
+  for (int64_t j = 0; j < n_ * Hv; ++j) g[j] *= a[j % Hv];
 
+  // The short causal convolution over each sequence's rows after its cached ones, then silu,
+  // then each query and key head L2-normed.
   int64_t row = 0;
   for (const SequenceRows& seq : batch_) {
     const auto m = int64_t(seq.tokens.size());
     float* conv_state = seq.cache->recurrent_state(layer);
-    float* matrices = conv_state + shape.conv_floats();
-    float* conv_rows = conv + row * C;
     pool().parallel_for(C, 64, [&](int64_t first, int64_t last) {
-      delta_net_conv(qkv_mixed + row * C, m, C, w.ssm_conv1d.data<float>(), taps, conv_state, conv_rows, first, last);
+      delta_net_conv(qkv_mixed + row * C, m, C, w.ssm_conv1d.data<float>(), taps, conv_state, conv + row * C, first,
+                     last);
     });
-    for (int64_t t = 0; t < m; ++t)
-      for (int64_t h = 0; h < 2 * Hk; ++h) l2_norm(conv_rows + t * C + h * S, S, float(eps));
+    row += m;
+  }
+  unary(UnaryOp::silu, conv, C);
+  pool().parallel_for(n_ * 2 * Hk, 64, [&](int64_t first, int64_t last) {
+    for (int64_t j = first; j < last; ++j) l2_norm(conv + (j / (2 * Hk)) * C + (j % (2 * Hk)) * S, S, float(eps));
+  });
+
+  // The delta rule, per sequence over its own state; value head h reads key head h % Hk.
+  row = 0;
+  for (const SequenceRows& seq : batch_) {
+    const auto m = int64_t(seq.tokens.size());
+    float* matrices = seq.cache->recurrent_state(layer) + shape.conv_floats();
+    const float* rows = conv + row * C;
     pool().parallel_for(Hv, 1, [&](int64_t first, int64_t last) {
       for (int64_t h = first; h < last; ++h) {
         const int64_t kh = h % Hk;
-        delta_rule(conv_rows + kh * S, conv_rows + Kd + kh * S, C, conv_rows + 2 * Kd, C, g + row * Hv,
-                   beta + row * Hv, Hv, h, m, S, matrices + h * S * S, o + row * Vd, Vd);
+        delta_rule(rows + kh * S, rows + Kd + kh * S, C, rows + 2 * Kd, C, g + row * Hv, beta + row * Hv, Hv, h, m, S,
+                   matrices + h * S * S, o + row * Vd, Vd);
       }
     });
     row += m;
   }
   // norm_gated: rms_norm(o) * ssm_norm per head, times silu(z).
   rms_norm(o, n_ * Hv, S, w.ssm_norm, eps, o_norm);
-  for (int64_t j = 0; j < n_ * Vd; ++j) o_norm[j] *= silu(z[j]);
+  unary(UnaryOp::silu, z, Vd);
+  mul(o_norm, z, Vd, o_norm);
   linear(o_norm, w.ssm_out, out);
 }
 

@@ -12,7 +12,6 @@
 // the token alone).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "tempra/core/array.h"
@@ -44,17 +43,12 @@ struct DeltaNetWeights {
   Array attn_qkv, attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out;
 };
 
-// ggml's scalar activations (ggml-cpu/unary-ops.cpp), in f32.
-inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
-inline float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
-
-// ggml_ssm_conv then silu, over `channels` channels [first, last) of one sequence's n rows:
-// out[t][c] = silu(sum over i < taps of kernel[c][i] * in[t + i][c]), where `in` is the
-// sequence's conv_state rows (taps - 1 of them) followed by its n rows of x (row stride
-// `channels`); then conv_state holds the last taps - 1 rows of `in`.
-void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps,
-                    float* conv_state, float* out, int64_t first, int64_t last);
+// ggml_ssm_conv over channels [first, last) of one sequence's n rows (row stride `channels`):
+// out[t][c] = sum over i < taps of kernel[c][i] * in[t + i][c], where `in` is the sequence's
+// conv_state rows (taps - 1 of them) followed by its n rows of x; then conv_state holds the
+// last taps - 1 rows of `in`.
+void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps, float* conv_state,
+                    float* out, int64_t first, int64_t last);
 
 // ggml_gated_delta_net for value head `h` of one sequence's n tokens. Row t of q and k (stride
 // q_stride, the head's head_dim dims at k_head * head_dim; L2-normed) and of v (stride
@@ -62,9 +56,9 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
 // (head_dim x head_dim, row j for value dim j, as ggml stores S transposed) evolves per token as
 //   M *= exp(g);  delta[j] = (v[j] - M[j] . k) beta;  M[j] += delta[j] k;  out[j] = M[j] . q / sqrt(head_dim)
 // and out's row t is at t * out_stride + h * head_dim.
-void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride,
-                const float* g, const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim,
-                float* state, float* out, int64_t out_stride);
+void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride, const float* g,
+                const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim, float* state, float* out,
+                int64_t out_stride);
 
 // ggml_l2_norm of one vector of `width`, in place: x / max(|x|, eps), the squares summed in double.
 void l2_norm(float* x, int64_t width, float eps);

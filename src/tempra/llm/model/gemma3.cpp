@@ -18,6 +18,7 @@ Gemma3Model Gemma3Model::load(const io::GgufModel& gguf) {
   ModelLoader in(gguf, "gemma3");
   Gemma3Model m;
   m.load_embeddings_and_head(in);
+  m.config_.require_full_rotation(in);
   const DecoderConfig& c = m.config_;
   for (const char* dense : {"dense_2_out.weight", "dense_3_out.weight"})
     if (in.has(dense)) in.fail("tensor '", dense, "': embedding models' dense projections are not supported");

@@ -23,9 +23,9 @@ KvCache::KvCache(ExecContext& ctx, const KvCacheShape& shape, KvCacheType type) 
   check((shape.n_layer > 0 || shape.n_recurrent > 0) && shape.n_layer >= 0 && shape.n_head_kv > 0 &&
             shape.head_dim > 0 && shape.capacity > 0 && shape.n_recurrent >= 0 &&
             (shape.n_recurrent == 0) == (shape.recurrent_floats == 0) && shape.recurrent_floats >= 0,
-        "KvCache", "every extent must be positive: n_layer ", shape.n_layer, ", n_head_kv ", shape.n_head_kv,
-        ", head_dim ", shape.head_dim, ", capacity ", shape.capacity, ", n_recurrent ", shape.n_recurrent,
-        " of ", shape.recurrent_floats, " floats");
+        "KvCache", "every extent must be positive (n_layer may be 0 beside recurrent layers): n_layer ", shape.n_layer,
+        ", n_head_kv ", shape.n_head_kv, ", head_dim ", shape.head_dim, ", capacity ", shape.capacity, ", n_recurrent ",
+        shape.n_recurrent, " of ", shape.recurrent_floats, " floats");
   recurrent_.assign(size_t(shape.n_recurrent) * size_t(shape.recurrent_floats), 0.0f);
   if (type == KvCacheType::q8_0) {
     check(shape.head_dim % quant::kBlock32 == 0, "KvCache", "a q8_0 cache needs head_dim a multiple of ",
@@ -156,8 +156,8 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
                                   scores, ctx.threads());
       return;
     case KvCacheType::q8_0:
-      kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks(at).data(), out, q_heads, H, q_len,
-                                    kv_len, D, shape_.capacity * D, scale, window},
+      kernels.cache_attention_q8_0({q, key_blocks_[at].data(), value_blocks(at).data(), out, q_heads, H, q_len, kv_len,
+                                    D, shape_.capacity * D, scale, window},
                                    scores, ctx.threads());
       return;
   }
@@ -169,8 +169,8 @@ void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const flo
   check(layer >= 0 && layer < shape_.n_layer && kv_len >= q_len && q_len >= 1 && kv_len <= shape_.capacity,
         "KvCache::attend_ggml", "layer ", layer, ", ", q_len, " queries over ", kv_len,
         " positions do not fit a cache of ", shape_.n_layer, " layers and capacity ", shape_.capacity);
-  check(q_heads >= shape_.n_head_kv && q_heads % shape_.n_head_kv == 0, "KvCache::attend_ggml", "query heads ",
-        q_heads, " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
+  check(q_heads >= shape_.n_head_kv && q_heads % shape_.n_head_kv == 0, "KvCache::attend_ggml", "query heads ", q_heads,
+        " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
   const auto at = static_cast<size_t>(layer);
   const int64_t H = shape_.n_head_kv, D = shape_.head_dim, group = q_heads / H;
   const f16_t* keys = keys_[at].data<f16_t>();
@@ -220,8 +220,7 @@ void KvCache::advance(int64_t n) {
 }
 
 float* KvCache::recurrent_state(int layer) {
-  check(layer >= 0 && layer < shape_.n_recurrent, "KvCache", "recurrent layer ", layer, " out of ",
-        shape_.n_recurrent);
+  check(layer >= 0 && layer < shape_.n_recurrent, "KvCache", "recurrent layer ", layer, " out of ", shape_.n_recurrent);
   return recurrent_.data() + size_t(layer) * size_t(shape_.recurrent_floats);
 }
 
@@ -234,9 +233,8 @@ bool KvCache::can_truncate(int64_t n) const {
 }
 
 void KvCache::truncate(int64_t n) {
-  check(n >= 0 && n <= size_, "KvCache::truncate", "cannot keep ", n, " of ", size_, " positions");
-  check(can_truncate(n), "KvCache::truncate", "cannot keep ", n, " of ", size_,
-        " positions: the recurrent layers' state summarizes all of them (keep 0 or all)");
+  check(can_truncate(n), "KvCache::truncate", "cannot keep ", n, " of ", size_, " positions",
+        n >= 0 && n <= size_ ? ": the recurrent layers' state summarizes all of them (keep 0 or all)" : "");
   if (n == 0) std::fill(recurrent_.begin(), recurrent_.end(), 0.0f);
   size_ = n;
 }

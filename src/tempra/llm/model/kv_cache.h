@@ -86,8 +86,8 @@ class KvCache {
   // positions kv_len - q_len ... kv_len - 1, over positions [0, kv_len) of `layer`; writes out
   // (same layout as q). scores: q_heads * q_len * kv_len floats of scratch. window > 0: sliding
   // attention, the query at position p sees keys j with p - j < window (Gemma's local layers).
-  void attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads,
-              double scale, float* scores, float* out, int64_t window = 0) const;
+  void attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q, int64_t q_len, int64_t q_heads, double scale,
+              float* scores, float* out, int64_t window = 0) const;
 
   // attend() as ggml's CPU flash attention computes it over an f16 cache (llama.cpp's default
   // on CPU; ops.cpp, ggml_compute_forward_flash_attn_ext_f16_one_chunk): each query row rounded

@@ -22,10 +22,7 @@ LlamaModel LlamaModel::load(const io::GgufModel& gguf) {
   LlamaModel m;
   m.load_embeddings_and_head(in);
   const DecoderConfig& c = m.config_;
-  // llama.cpp rotates every dim of a llama head and refuses a file that says otherwise.
-  if (c.n_rot != c.head_dim)
-    in.fail("rope.dimension_count ", c.n_rot, " differs from the head dim ", c.head_dim,
-            ": partial rotation is not supported for llama (nor by llama.cpp)");
+  c.require_full_rotation(in);
   // llama.cpp's kq_scale for llama (it reads no attention.scale for this architecture).
   m.kq_scale_ = 1.0f / std::sqrt(float(c.head_dim));
   m.rope_freqs_ = in.optional_vector("rope_freqs.weight", c.head_dim / 2);

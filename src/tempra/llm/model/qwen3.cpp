@@ -19,6 +19,7 @@ Qwen3Model Qwen3Model::load(const io::GgufModel& gguf) {
   ModelLoader in(gguf, "qwen3");
   Qwen3Model m;
   m.load_embeddings_and_head(in);
+  m.config_.require_full_rotation(in);
   const DecoderConfig& c = m.config_;
   const int64_t E = c.n_embd;
   for (int i = 0; i < c.n_layer; ++i) {

@@ -2,6 +2,7 @@
 // src/models/qwen35.cpp; intermediates carry its names (attn_norm, Qcur_full, gate, ...).
 #include "tempra/llm/model/qwen35.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -24,11 +25,15 @@ void read_hybrid(const ModelLoader& in, DecoderConfig& c) {
   d.head_dim = in.integer("ssm.state_size");
   d.k_heads = in.integer("ssm.group_count");
   d.v_heads = in.integer("ssm.time_step_rank");
-  if (d.conv_kernel > 64 || d.head_dim > 4096 || d.k_heads > 4096 || d.v_heads > 4096 ||
-      d.v_heads % d.k_heads != 0)
-    in.fail("ssm.conv_kernel ", d.conv_kernel, " (at most 64), ssm.state_size ", d.head_dim,
-            ", ssm.group_count ", d.k_heads, " and ssm.time_step_rank ", d.v_heads,
-            " (at most 4096, a multiple of the groups) are out of range");
+  // One layer's state per sequence is bounded as a width is (DecoderConfig::kMaxWidth floats,
+  // 64 MiB; Qwen3.5-0.8B's is 280,576), so a small malformed file cannot make every cache ask for
+  // terabytes.
+  constexpr int64_t kMax = DecoderConfig::kMaxWidth;
+  if (d.conv_kernel > 64 || d.head_dim > 4096 || d.k_heads > 4096 || d.v_heads > 4096 || d.v_heads % d.k_heads != 0 ||
+      d.channels() > kMax || d.state_floats() > kMax)
+    in.fail("ssm.conv_kernel ", d.conv_kernel, " (at most 64), ssm.state_size ", d.head_dim, ", ssm.group_count ",
+            d.k_heads, " and ssm.time_step_rank ", d.v_heads, " (a multiple of the groups; a state of at most ", kMax,
+            " floats) are out of range");
   if (in.integer("ssm.inner_size") != d.value_dim())
     in.fail("ssm.inner_size ", in.integer("ssm.inner_size"), " differs from time_step_rank x state_size ",
             d.value_dim());
@@ -43,12 +48,14 @@ void read_hybrid(const ModelLoader& in, DecoderConfig& c) {
   // every pair ([11, 11, 10, 0] for 32); others are refused rather than rotated wrong.
   const std::vector<int64_t> s = in.integers("rope.dimension_sections", 4);
   if (s.empty()) in.fail("metadata key 'qwen35.rope.dimension_sections' is missing");
+  if (std::any_of(s.begin(), s.end(), [&](int64_t v) { return v > c.head_dim; }))
+    in.fail("rope.dimension_sections exceed the head dim ", c.head_dim);
   const int64_t sum = std::accumulate(s.begin(), s.end(), int64_t{0});
   for (int64_t i = 0; i < c.n_rot / 2; ++i) {
     const int64_t sector = sum > 0 ? i % sum : 0;
     if (sum == 0 || sector >= 3 * s[size_t(sector % 3)])
-      in.fail("rope.dimension_sections [", s[0], ", ", s[1], ", ", s[2], ", ", s[3], "] leave rotated pair ", i,
-              " of ", c.n_rot / 2, " without a text position; not supported");
+      in.fail("rope.dimension_sections [", s[0], ", ", s[1], ", ", s[2], ", ", s[3], "] leave rotated pair ", i, " of ",
+              c.n_rot / 2, " without a text position; not supported");
   }
 }
 
@@ -137,7 +144,8 @@ void Qwen35Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch,
       pass.rope(Qcur_normed, H, hd, rope, Qrope);
       pass.rope(Kcur_normed, c.n_head_kv, hd, rope, Krope);
       pass.attention(layer.slot, Qrope, Krope, Vcur, H, kq_scale, kqv_out);
-      for (int64_t j = 0; j < n * H * hd; ++j) kqv_out[j] *= sigmoid(gate[j]);  // attn_gated
+      pass.unary(UnaryOp::sigmoid, gate, H * hd);
+      pass.mul(kqv_out, gate, H * hd, kqv_out);  // attn_gated
       pass.linear(kqv_out, layer.attn_output, attn_out);
     }
     pass.add(attn_out, inpL, E, ffn_inp);  // attn_residual
@@ -200,8 +208,9 @@ void Qwen35Model::synth_hparams(io::GgufMetadata& m, const SynthSpec& s) {
   // Qwen3.5's proportions ([11, 11, 10, 0] for 32 pairs): section k holds ceil((pairs - k) / 3),
   // so the interleaved sections give every pair a text position.
   const int64_t pairs = n_rot / 2;
-  m.add("qwen35.rope.dimension_sections",
-        {io::GgufArray{std::vector<int32_t>{int32_t((pairs + 2) / 3), int32_t((pairs + 1) / 3), int32_t(pairs / 3), 0}}});
+  m.add(
+      "qwen35.rope.dimension_sections",
+      {io::GgufArray{std::vector<int32_t>{int32_t((pairs + 2) / 3), int32_t((pairs + 1) / 3), int32_t(pairs / 3), 0}}});
 }
 
 }  // namespace tempra::llm

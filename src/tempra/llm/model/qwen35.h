@@ -16,9 +16,10 @@
 // The graph, per layer: RMS norm; a gated delta net (ForwardPass::gated_delta_net) or gated
 // attention (attn_q gives each head's query and its output gate; query and key RMS-normed per
 // head, rope, attention, the output times sigmoid(gate), attn_output); residual;
-// post_attention_norm, SwiGLU FFN; residual. Rope: llama.cpp's IMROPE, which for text (every
-// position component the token's position) is NeoX rope over the first rope.dimension_count
-// dims. Parity: tests/llm/qwen35_oracle_test.cpp.
+// post_attention_norm, SwiGLU FFN; residual. Rope: llama.cpp's IMROPE, which for text (the
+// time, height and width positions the token's, the fourth 0, in sections that give every
+// rotated pair one of the first three) is NeoX rope over the first rope.dimension_count dims. Parity:
+// tests/llm/qwen35_oracle_test.cpp.
 #pragma once
 
 #include <filesystem>
@@ -33,7 +34,7 @@ namespace tempra::llm {
 
 struct Qwen35Layer {
   Array attn_norm;
-  int slot = 0;  // the cache layer: an attention layer's or a recurrent layer's index
+  int slot = 0;               // the cache layer: an attention layer's or a recurrent layer's index
   DeltaNetWeights delta_net;  // recurrent layers
   Array attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm;  // attention layers
   Array post_attention_norm, ffn_gate, ffn_up, ffn_down;

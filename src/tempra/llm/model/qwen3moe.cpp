@@ -18,6 +18,7 @@ Qwen3MoeModel Qwen3MoeModel::load(const io::GgufModel& gguf, const LoadOptions& 
   ModelLoader in(gguf, "qwen3moe");
   Qwen3MoeModel m;
   m.load_embeddings_and_head(in);
+  m.config_.require_full_rotation(in);
   DecoderConfig& c = m.config_;
   c.read_experts(in);
   // llama.cpp: 0 or absent falls back to feed_forward_length / expert_used_count.

@@ -297,6 +297,8 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   check(!spec.enabled || (spec.draft_max >= 1 && spec.draft_max < SpeculationGate::kMaxRows), kOp,
         "draft_max must be 1 ... ", SpeculationGate::kMaxRows - 1, ", got ", spec.draft_max);
   drafter_.truncate(size_t(keep));
+  // A cache that cannot drop a rejected draft's rows (recurrent layers) is never drafted for.
+  const bool drafts = spec.enabled && session_->cache().rewinds();
   std::vector<int32_t> draft;
   for (;;) {
     if (options.max_new_tokens >= 0 && int64_t(result.ids.size()) >= options.max_new_tokens) {
@@ -309,8 +311,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
         break;
       }
       const int32_t previous = result.ids.back();
-      const int k =
-          spec.enabled && session_->cache().rewinds() ? draft_after(previous, options, sampler, capacity, int64_t(result.ids.size()), draft) : 0;
+      const int k = drafts ? draft_after(previous, options, sampler, capacity, int64_t(result.ids.size()), draft) : 0;
       if (k > 0) {
         // One pass over [previous, draft...]; each row's token drawn as a decode step would draw it.
         std::vector<int32_t> rows{previous};

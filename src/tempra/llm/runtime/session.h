@@ -5,7 +5,9 @@
 // appended position, f32 [n, n_vocab]; prompts are processed in batches of at most `batch`
 // tokens, a decode step is a forward of one token. prefill() keeps only the last position's
 // logits. truncate(n) rewinds the session to its first n tokens (KvCache::truncate: what is
-// re-appended is read exactly as a fresh cache would read it).
+// re-appended is read exactly as a fresh cache would read it); a recurrent model's session
+// rewinds only to 0 or not at all (KvCache::can_truncate), so verify() serves it only where
+// every row is kept.
 //
 // Allocation: the session owns buffers for one token, made at construction, so decode()
 // allocates nothing at all (tests/llm/qwen3_decode_alloc_test.cpp counts operator new calls)
