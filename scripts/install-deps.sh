@@ -11,6 +11,7 @@ packages=(
   libcpp-httplib-dev pkg-config  # tempra serve's HTTP adapter (src/tempra/serve/http_server.cpp)
   chromium                       # the web page's browser test (tests/serve/clients/web_page.test.mjs)
   libopenblas-dev
+  libsndfile1-dev                # tempra amp's audio files (src/tempra/audio/wav.cpp)
   clang libclang-rt-14-dev
   git nodejs npm
   python3-numpy  # tools/qwen3_reference.py, run by tests/llm/qwen3_test with /usr/bin/python3

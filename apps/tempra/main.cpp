@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "amp.h"
 #include "args.h"
 #include "bench.h"
 #include "build_info.h"
@@ -72,6 +73,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::synth_command(), tempra::app::run_synth},
       {tempra::app::serve_command(), tempra::app::run_serve},
       {tempra::app::bench_command(), tempra::app::run_bench},
+      {tempra::app::amp_command(), tempra::app::run_amp},
   };
   return table;
 }

@@ -34,6 +34,7 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
                        "llm/tokenizer", "llm/model", "llm/decode", "llm/runtime"}},
       {"serve", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template", "llm/tokenizer",
                  "llm/model", "llm/decode", "llm/runtime", "serve"}},
+      {"audio", {"core", "quant", "backend", "ops", "io", "audio"}},
   };
   return table;
 }

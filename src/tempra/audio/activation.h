@@ -1,0 +1,62 @@
+// tempra/audio/activation.h: NAM's activation functions over a row of floats.
+//
+// The formulas are NeuralAmpModelerCore's (activations.h there): Tanh is the C library's tanhf,
+// Fasttanh NAM's rational approximation (max error ~2e-4 against tanh, kept because profiles
+// trained or auditioned with it name it), LeakyReLU's slope is 0.01.
+#pragma once
+
+#include <cmath>
+
+#include "tempra/audio/nam_file.h"
+
+namespace tempra::audio {
+
+inline float sigmoid(float x) {
+  return 1.0f / (1.0f + std::exp(-x));
+}
+
+inline float fast_tanh(float x) {
+  const float ax = std::fabs(x), x2 = x * x;
+  return x * (2.45550750702956f + 2.45550750702956f * ax + (0.893229853513558f + 0.821226666969744f * ax) * x2) /
+         (2.44506634652299f + (2.44506634652299f + x2) * std::fabs(x + 0.814642734961073f * x * ax));
+}
+
+// NAM's companion of fast_tanh, which its LSTM gates use when fast tanh is on.
+inline float fast_sigmoid(float x) {
+  return 0.5f * (fast_tanh(x * 0.5f) + 1.0f);
+}
+
+// x[i] = activation(x[i]) for i < n.
+inline void apply_activation(Activation activation, float* x, int n) {
+  switch (activation) {
+    case Activation::tanh:
+      for (int i = 0; i < n; ++i) x[i] = std::tanh(x[i]);
+      return;
+    case Activation::fast_tanh:
+      for (int i = 0; i < n; ++i) x[i] = fast_tanh(x[i]);
+      return;
+    case Activation::hard_tanh:
+      for (int i = 0; i < n; ++i) x[i] = x[i] < -1.0f ? -1.0f : (x[i] > 1.0f ? 1.0f : x[i]);
+      return;
+    case Activation::relu:
+      for (int i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      return;
+    case Activation::leaky_relu:
+      for (int i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.01f * x[i];
+      return;
+    case Activation::sigmoid:
+      for (int i = 0; i < n; ++i) x[i] = sigmoid(x[i]);
+      return;
+    case Activation::silu:
+      for (int i = 0; i < n; ++i) x[i] = x[i] * sigmoid(x[i]);
+      return;
+    case Activation::hardswish:
+      for (int i = 0; i < n; ++i) {
+        const float t = x[i] + 3.0f;
+        x[i] = x[i] * (t < 0.0f ? 0.0f : (t > 6.0f ? 6.0f : t)) * (1.0f / 6.0f);
+      }
+      return;
+  }
+}
+
+}  // namespace tempra::audio

@@ -1,0 +1,29 @@
+// tests/audio/amp_fixtures.h: seeded NAM profiles and test signals for the audio tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tempra/audio/nam_file.h"
+
+namespace tempra::audio::testing {
+
+// A profile of `config` with weights drawn uniformly from [-scale, scale] by CounterRng(seed),
+// a head scale of 0.5 (WaveNet), at 48 kHz.
+NamFile random_profile(const WaveNetConfig& config, uint64_t seed, float scale = 0.4f);
+NamFile random_profile(const LstmConfig& config, uint64_t seed, float scale = 0.4f);
+
+// A named set of profiles the parity and streaming tests run over: the four stock WaveNets and
+// LSTMs, a gated WaveNet, one WaveNet per activation, a three-layer LSTM.
+struct NamedProfile {
+  std::string name;
+  NamFile file;
+};
+std::vector<NamedProfile> profile_zoo();
+
+// A guitar-like test signal at 48 kHz: a sine sweep, noise bursts and decaying plucked chords
+// at three levels (peak ~0.9), `n` samples, seeded.
+std::vector<float> test_signal(int64_t n, uint64_t seed = 7);
+
+}  // namespace tempra::audio::testing

@@ -1,0 +1,100 @@
+// tests/audio/amp_stream_test.cpp: a model's output does not depend on how its input is split.
+//
+// Every profile of the zoo processes a 0.25 s signal whole, then in blocks of 1, 7, 64 and 4096
+// samples, and in a ragged mix of sizes; every split must give the whole signal's output bit for
+// bit (the state between calls is the history a sample needs, nothing else). Also: a reset
+// returns a model to its just-loaded state, processing in place equals processing into another
+// buffer, and a block larger than kMaxBlock is split invisibly.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "audio/amp_fixtures.h"
+#include "tempra/audio/amp_model.h"
+#include "tempra/audio/wavenet.h"
+
+namespace tempra::audio {
+namespace {
+
+std::vector<float> run(AmpModel& model, const std::vector<float>& x, const std::vector<int>& blocks) {
+  std::vector<float> y(x.size());
+  size_t at = 0;
+  for (size_t b = 0; at < x.size(); ++b) {
+    const size_t n = std::min(size_t(blocks[b % blocks.size()]), x.size() - at);
+    model.process(x.data() + at, y.data() + at, int64_t(n));
+    at += n;
+  }
+  return y;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(AmpStream, any_split_of_the_input_gives_the_whole_signals_output_bit_for_bit) {
+  const std::vector<float> x = testing::test_signal(12000);
+  for (const auto& [name, file] : testing::profile_zoo()) {
+    SCOPED_TRACE(name);
+    const auto whole_model = make_amp_model(file);
+    const std::vector<float> whole = run(*whole_model, x, {int(x.size())});
+    for (const std::vector<int>& blocks :
+         std::vector<std::vector<int>>{{1}, {7}, {64}, {4096}, {3, 250, 1, 64, 999, 17}}) {
+      const auto model = make_amp_model(file);
+      EXPECT_TRUE(same_bits(run(*model, x, blocks), whole)) << "first block size " << blocks[0];
+    }
+  }
+}
+
+TEST(AmpStream, reset_returns_to_the_state_after_loading) {
+  const std::vector<float> x = testing::test_signal(6000);
+  for (const auto& [name, file] : testing::profile_zoo()) {
+    SCOPED_TRACE(name);
+    const auto model = make_amp_model(file);
+    const std::vector<float> first = run(*model, x, {64});
+    const std::vector<float> carried_on = run(*model, x, {64});
+    model->reset();
+    EXPECT_TRUE(same_bits(run(*model, x, {64}), first));
+    EXPECT_FALSE(same_bits(carried_on, first));  // the state did carry over before the reset
+  }
+}
+
+TEST(AmpStream, in_place_equals_out_of_place_and_long_calls_are_split) {
+  const std::vector<float> x = testing::test_signal(AmpModel::kMaxBlock * 2 + 123);
+  const NamFile file = testing::random_profile(*wavenet_preset("lite"), 3);
+  const auto a = make_amp_model(file), b = make_amp_model(file), c = make_amp_model(file);
+  const std::vector<float> reference = run(*a, x, {64});
+  std::vector<float> in_place = x;
+  b->process(in_place.data(), in_place.data(), int64_t(in_place.size()));  // one call of > 2 kMaxBlock
+  EXPECT_TRUE(same_bits(in_place, reference));
+  EXPECT_TRUE(same_bits(run(*c, x, {int(x.size())}), reference));
+}
+
+TEST(AmpStream, prewarming_settles_the_silence_response) {
+  // After make_amp_model (reset + prewarm), silence in gives the model's steady silence out: the
+  // first output equals one a further receptive field of silence later.
+  const NamFile file = testing::random_profile(*wavenet_preset("nano"), 9);
+  const auto model = make_amp_model(file);
+  const auto& wavenet = dynamic_cast<const WaveNet&>(*model);
+  std::vector<float> silence(size_t(wavenet.receptive_field()) * 2, 0.0f), out(silence.size());
+  model->process(silence.data(), out.data(), int64_t(silence.size()));
+  EXPECT_EQ(out.front(), out.back());
+  EXPECT_NE(out.front(), 0.0f);  // biases make silence's response non-zero: prewarm mattered
+  EXPECT_EQ(wavenet.receptive_field(), 1 + 2 * (127 + 896 + 1023));  // kernel 3 over 1..64, then 128..512 and 1..512
+}
+
+TEST(AmpStream, exact_and_fast_tanh_differ_by_nams_approximation_error_only) {
+  const std::vector<float> x = testing::test_signal(6000);
+  const NamFile file = testing::random_profile(*wavenet_preset("feather"), 11);
+  const auto fast = make_amp_model(file), exact = make_amp_model(file, {.fast_tanh = false});
+  const std::vector<float> a = run(*fast, x, {64}), b = run(*exact, x, {64});
+  double diff = 0, peak = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, double(std::abs(a[i] - b[i])));
+    peak = std::max(peak, double(std::abs(b[i])));
+  }
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff, 0.01 * peak);
+}
+
+}  // namespace
+}  // namespace tempra::audio
