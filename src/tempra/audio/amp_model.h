@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "tempra/audio/nam_file.h"
+#include "tempra/core/exec_context.h"
 
 namespace tempra::audio {
 
@@ -23,8 +24,12 @@ namespace tempra::audio {
 // (Activation::enable_fast_tanh): layers named "Tanh" then run NAM's Fasttanh, and the LSTM takes
 // fast tanh and fast sigmoid for its gates. NAM's WebAssembly build does the same. tempra follows
 // the plugin by default; fast_tanh = false evaluates tanhf, as NAM's core does when left alone.
+//
+// backend: native computes with the build's SIMD arm (scalar where the build has none); scalar
+// runs the same arithmetic one lane at a time, the specification native is tested against.
 struct AmpOptions {
   bool fast_tanh = true;
+  Backend backend = Backend::native;
 };
 
 class AmpModel {

@@ -13,11 +13,19 @@
 // and the model's output is head_scale * the last array's head_out[t]. The weights are read in
 // NeuralAmpModelerCore's order: per array R (row-major out x in), per layer the conv (for each
 // output, each input, each tap), its bias, M, V (row-major) and e, then H and its bias; the head
-// scale last. Here they are stored transposed, output channel innermost, so that every sum runs
-// over contiguous rows.
+// scale last.
+//
+// Layout: every sum runs over output channels held in SIMD lanes, an input value broadcast to
+// all of them. So weights are stored transposed (input-major, output channel innermost) and
+// every row of channels (a layer's history, z, the head) is padded with zeros to a whole number
+// of lanes; a gated z keeps its activation half and its gate half each in its own padded run,
+// so the two line up lane for lane. The native backend computes tiles of 8 samples at once (8
+// independent accumulators hide the FMA latency) with the arm's vectors; the scalar backend
+// runs the same code one lane wide, the readable specification. Each sample's arithmetic is the
+// same whatever tile or block it falls in, so any split of the input gives the same bits.
 //
 // History: layer l keeps its input's last d_l (K-1) rows before the block in a buffer with room
-// for kMaxBlock * 2 more; when a block would run past its end, the history moves to the front
+// for 2 kMaxBlock more; when a block would run past its end, the history moves to the front
 // (NAM's rewind). No call allocates after construction.
 #pragma once
 
@@ -39,37 +47,40 @@ class WaveNet final : public AmpModel {
   // Samples of the input each output depends on: 1 + sum over layers of d_l (K - 1).
   int64_t receptive_field() const;
 
- private:
   struct Layer {
     int dilation = 1;
-    std::vector<float> conv;           // [K][C][Z]
-    std::vector<float> conv_bias;      // [Z]
-    std::vector<float> mixin;          // [condition][Z]
-    std::vector<float> residual;       // [C][C]
-    std::vector<float> residual_bias;  // [C]
-    std::vector<float> history;        // [history_rows + 2 kMaxBlock][C]: this layer's input
+    std::vector<float> conv;           // [K][C][Zs]: tap, input channel, output lane
+    std::vector<float> conv_bias;      // [Zs]
+    std::vector<float> mixin;          // [condition][Zs]
+    std::vector<float> residual;       // [C][Cs]
+    std::vector<float> residual_bias;  // [Cs]
+    std::vector<float> history;        // [history_rows + 2 kMaxBlock][Cs]: this layer's input
     int64_t history_rows = 0;          // d (K - 1)
     int64_t start = 0;                 // the row of the current block's first sample
   };
   struct LayerArray {
-    LayerArrayConfig config;       // its activation as evaluated (Tanh is Fasttanh under fast_tanh)
-    std::vector<float> rechannel;  // [input][C]
-    std::vector<float> head;       // [C][head]
-    std::vector<float> head_bias;  // [head], zeros without head_bias
+    LayerArrayConfig config;  // its activation as evaluated (Tanh is Fasttanh under fast_tanh)
+    int cs = 1;               // C padded to whole lanes: the stride of channel rows
+    int zs = 1;               // z's row stride: Cs, or 2 Cs when gated (activation, then gate)
+    int hs = 1;               // the head size padded to whole lanes
+    int input_stride = 1;     // the stride of this array's input rows (1: the signal)
+    std::vector<float> rechannel;  // [input][Cs]
+    std::vector<float> head;       // [C][Hs]
+    std::vector<float> head_bias;  // [Hs], zeros without head_bias
     std::vector<Layer> layers;
-    std::vector<float> output;    // [kMaxBlock][C]: the last layer's output
-    std::vector<float> head_in;   // [kMaxBlock][C]
-    std::vector<float> head_out;  // [kMaxBlock][head]
+    std::vector<float> output;    // [kMaxBlock][Cs]: the last layer's output
+    std::vector<float> head_in;   // [kMaxBlock][Cs]
+    std::vector<float> head_out;  // [kMaxBlock][Hs]
   };
 
+ private:
   void clear_state() override;
   void process_block(const float* in, float* out, int n) override;
-  void run_array(LayerArray& array, const float* input, int input_width, const float* head_start, const float* in,
-                 int n);
 
+  bool native_ = false;  // AmpOptions::backend, where this build has the native arm
   std::vector<LayerArray> arrays_;
   float head_scale_ = 0.0f;
-  std::vector<float> z_;  // [kMaxBlock][max Z]: one layer's pre-activations
+  std::vector<float> z_;  // [kTile][max Zs]: one tile's pre-activations
 };
 
 }  // namespace tempra::audio

@@ -4,6 +4,7 @@
 // library, reported as an Error rather than a read past the end.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -20,20 +21,20 @@ class WeightReader {
     check(at_ < weights_.size(), model_, ": the weights ran out after ", at_);
     return weights_[at_++];
   }
-  // n values in order.
-  void vector(int n, std::vector<float>& out) {
-    out.resize(size_t(n));
-    for (float& v : out) v = next();
+  // n values in order, then zeros up to `padded` (>= n; default n).
+  void vector(int n, std::vector<float>& out, int padded = 0) {
+    out.assign(size_t(std::max(n, padded)), 0.0f);
+    for (int i = 0; i < n; ++i) out[size_t(i)] = next();
   }
-  // A rows x cols matrix stored row-major in the file, kept transposed ([col][row]): a 1x1
-  // convolution's [out][in] weights become [in][out], output channel innermost.
-  void matrix_transposed(int rows, int cols, std::vector<float>& out) {
-    out.assign(size_t(rows) * size_t(cols), 0.0f);
+  // A rows x cols matrix stored row-major in the file, kept transposed ([col][row], each
+  // transposed row padded with zeros to `stride` >= rows; default rows): a 1x1 convolution's
+  // [out][in] weights become [in][out], output channel innermost.
+  void matrix_transposed(int rows, int cols, std::vector<float>& out, int stride = 0) {
+    stride = std::max(stride, rows);
+    out.assign(size_t(stride) * size_t(cols), 0.0f);
     for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c) out[size_t(c) * rows + r] = next();
+      for (int c = 0; c < cols; ++c) out[size_t(c) * stride + r] = next();
   }
-  // A rows x cols matrix kept as the file has it, row-major.
-  void matrix(int rows, int cols, std::vector<float>& out) { vector(rows * cols, out); }
   void expect_end() const {
     check(at_ == weights_.size(), model_, ": ", weights_.size() - at_, " weights left over after ", at_);
   }
