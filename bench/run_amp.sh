@@ -2,7 +2,7 @@
 # bench/run_amp.sh: tempra's NAM models against NAM's own core, native and WebAssembly, on the
 # same profiles (bench/amp_bench.cpp writes them), one thread, for docs/BENCHMARK.md.
 #
-# Usage: [BUILD=build/release] [NAM_CORE_DIR=path/to/NeuralAmpModelerCore] [SECONDS=10]
+# Usage: [BUILD=build/release] [NAM_CORE_DIR=path/to/NeuralAmpModelerCore] [AUDIO_SECONDS=10]
 #        [BLOCK=64] [REPS=5] bench/run_amp.sh
 # - tempra: bench/amp_bench (configure with -DTEMPRA_BUILD_BENCH=ON), median real-time factor.
 # - NAM native: NAM_CORE_DIR is a NeuralAmpModelerCore checkout (its source is public; it is
@@ -10,13 +10,13 @@
 #   g++ -O3 and this build's -march, Debian's Eigen (libeigen3-dev) and nlohmann-json, into
 #   $BUILD/namcore. Skipped with a note when NAM_CORE_DIR is unset.
 # - NAM WebAssembly: @opendaw/nam-wasm from the oracle (tools/oracle/install.sh) under node.
-# Each column is a median of REPS passes over SECONDS of audio in BLOCK-sample calls; the ratio
+# Each column is a median of REPS passes over AUDIO_SECONDS of audio in BLOCK-sample calls; the ratio
 # is tempra's RTF over NAM native's. Prints `uptime` first: the machine may be shared.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build/release}
-SECONDS_OF_AUDIO=${SECONDS:-10}
+SECONDS_OF_AUDIO=${AUDIO_SECONDS:-10}
 BLOCK=${BLOCK:-64}
 REPS=${REPS:-5}
 PROFILES="$BUILD/bench-amp-profiles"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [seconds]: fuzzes the file readers, the server's request handling and the
-# grammar compilers with libFuzzer, N seconds in all (default 60): 2/5 on the GGUF reader, 1/5
-# each on the safetensors reader, the server's routes (tests/serve/serve_fuzz.cpp) and grammar
-# text (GBNF, JSON Schema, regex: tests/llm/grammar_fuzz.cpp).
+# grammar compilers with libFuzzer, N seconds in all (default 60): 2/6 on the GGUF reader, 1/6
+# each on the safetensors reader, the server's routes (tests/serve/serve_fuzz.cpp), grammar
+# text (GBNF, JSON Schema, regex: tests/llm/grammar_fuzz.cpp) and NAM profiles
+# (tests/audio/nam_fuzz.cpp).
 #
 # Builds build/fuzz with clang, AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer
 # (needs the Debian packages clang and libclang-rt-14-dev; scripts/install-deps.sh installs
 # them), seeds each run with committed files (tests/io/corpus for GGUF, tests/goldens for
-# safetensors, tests/serve/fuzz_corpus for the server, tests/llm/fuzz_corpus for grammars), and fails on any crash, sanitizer report, leak or timeout. New inputs go to
+# safetensors, tests/serve/fuzz_corpus for the server, tests/llm/fuzz_corpus for grammars,
+# tests/audio/fuzz_corpus for NAM profiles), and fails on any crash, sanitizer report, leak or timeout. New inputs go to
 # build/fuzz/corpus-*, never to the committed files; a crashing input is saved as
 # build/fuzz/crash-*.
 set -euo pipefail
@@ -19,7 +21,7 @@ jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTEMPRA_FUZZ=ON -DTEMPRA_SANITIZE=ON -DTEMPRA_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target gguf_fuzz safetensors_fuzz serve_fuzz grammar_fuzz -j "$jobs"
+cmake --build "$build" --target gguf_fuzz safetensors_fuzz serve_fuzz grammar_fuzz nam_fuzz -j "$jobs"
 
 # fuzz NAME SECONDS SEED_DIR
 fuzz() {
@@ -31,7 +33,8 @@ fuzz() {
     -artifact_prefix="$build/" -print_final_stats=1
 }
 
-fuzz gguf $((seconds * 2 / 5)) tests/io/corpus
-fuzz safetensors $((seconds / 5)) tests/goldens
-fuzz serve $((seconds / 5)) tests/serve/fuzz_corpus
-fuzz grammar $((seconds - seconds * 2 / 5 - 2 * (seconds / 5))) tests/llm/fuzz_corpus
+fuzz gguf $((seconds * 2 / 6)) tests/io/corpus
+fuzz safetensors $((seconds / 6)) tests/goldens
+fuzz serve $((seconds / 6)) tests/serve/fuzz_corpus
+fuzz grammar $((seconds / 6)) tests/llm/fuzz_corpus
+fuzz nam $((seconds - seconds * 2 / 6 - 3 * (seconds / 6))) tests/audio/fuzz_corpus

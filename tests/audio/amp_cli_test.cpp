@@ -136,6 +136,8 @@ TEST_F(AmpCli, bad_inputs_exit_non_zero_naming_what_was_wrong_and_write_nothing)
     EXPECT_NE(run.output.find("no-such-dir"), std::string::npos) << run.output;
   }
   EXPECT_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(dir_))  // no temporary file left behind either
+    EXPECT_EQ(entry.path().filename().string().find("never"), std::string::npos) << entry.path();
 }
 
 }  // namespace

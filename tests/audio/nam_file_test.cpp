@@ -1,4 +1,5 @@
 // tests/audio/nam_file_test.cpp: the `.nam` reader, writer and their errors.
+#include "tempra/audio/amp_model.h"
 #include "tempra/audio/nam_file.h"
 
 #include <gtest/gtest.h>
@@ -74,6 +75,9 @@ TEST(NamFile, write_nam_replaces_a_file_atomically_and_read_nam_reads_it) {
 }
 
 TEST(NamFile, every_malformation_is_an_error_naming_its_field) {
+  // 200 layers of dilation 65536: a few hundred bytes asking for a 26M-sample receptive field.
+  std::string many_long_dilations = "65536";
+  for (int i = 1; i < 200; ++i) many_long_dilations += ",65536";
   const std::vector<std::pair<std::string, std::string>> cases{
       {"{\"version\": ", "not valid JSON"},
       {"[1, 2]", "expected a JSON object"},
@@ -97,10 +101,12 @@ TEST(NamFile, every_malformation_is_an_error_naming_its_field) {
       {edited(R"("kernel_size":3,"dilations":[1,2,4)", R"("kernel_size":300,"dilations":[1,2,4)"),
        "config.layers[0].kernel_size: expected an integer in 1 ... 64"},
       {edited(R"("weights":[)", R"("weights":[0.5,)"), "weights: the WaveNet config takes"},
-      {edited(R"("weights":[)", R"("weights":["x",)"), "weights: the WaveNet config takes"},
+      {edited(R"("weights":[)", R"("weights":["x",)"), "weights[0]: expected a number, got \"x\""},
       {edited(R"("sample_rate":48000.0)", R"("sample_rate":-1)"), "sample_rate: expected a rate"},
       {edited(R"("metadata":{})", R"("metadata":[1])"), "metadata: expected an object"},
       {edited(R"("metadata":{})", R"("metadata":{"loudness":"loud"})"), "metadata.loudness: expected a number"},
+      {edited(R"("dilations":[1,2])", "\"dilations\":[" + many_long_dilations + "]"),
+       "config.layers: a receptive field of 26214655 samples"},
       {R"({"version":"0.5.4","architecture":"LSTM","config":{"num_layers":1,"input_size":1},"weights":[]})",
        "config.hidden_size: missing"},
       {R"({"version":"0.5.4","architecture":"LSTM","config":{"num_layers":1,"input_size":1,"hidden_size":1},"weights":[1]})",
@@ -111,6 +117,69 @@ TEST(NamFile, every_malformation_is_an_error_naming_its_field) {
     EXPECT_NE(message.find("bad.nam"), std::string::npos) << message;
     EXPECT_NE(message.find(expected), std::string::npos) << "expected '" << expected << "' in: " << message;
   }
+}
+
+TEST(NamFile, hostile_json_is_an_error_not_a_crash) {
+  // Nesting that would overflow the stack when printed, a number beyond double's range, a key
+  // of a later core that changes what a file plays.
+  std::string deep = edited(R"("metadata":{})", R"("metadata":{"x":)" + std::string(100000, '[') +
+                                                    std::string(100000, ']') + "}");
+  EXPECT_NE(error_of(deep).find("nested deeper than 64"), std::string::npos) << error_of(deep).substr(0, 200);
+  EXPECT_NE(error_of(edited(R"("sample_rate":48000.0)", R"("sample_rate":1e999)")).find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of(edited(R"("head":null)", R"("head":null,"condition_dsp":{})")).find("config.condition_dsp: not supported"),
+            std::string::npos);
+  EXPECT_EQ(error_of(edited(R"("head":null)", R"("head":null,"in_channels":1,"out_channels":1)")), "");
+  EXPECT_NE(error_of(edited(R"("metadata":{})", R"("metadata":{"loudness":1e300})")).find("metadata.loudness: expected a level"),
+            std::string::npos);
+}
+
+TEST(NamFile, histories_past_a_gibibyte_are_refused) {
+  // 1024 channels over 256 layers: no dilation is long, but each layer keeps two maximum blocks.
+  NamFile f;
+  WaveNetConfig w;
+  w.layer_arrays.push_back({.input_size = 1, .condition_size = 1, .head_size = 1, .channels = 1024, .kernel_size = 3,
+                            .dilations = std::vector<int>(256, 1)});
+  f.config = w;
+  try {
+    validate(f, "wide.nam");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wide.nam: config.layers: the layers' histories would take 8194 MiB"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(NamFile, a_profile_built_by_hand_is_checked_before_a_model_is_built) {
+  NamFile f = testing::random_profile(*wavenet_preset("nano"), 1);
+  std::get<WaveNetConfig>(f.config).layer_arrays[1].channels = 3;  // no longer the previous head size
+  EXPECT_THROW(make_amp_model(f), Error);
+  NamFile l = testing::random_profile(*lstm_preset("nano"), 1);
+  std::get<LstmConfig>(l.config).input_size = 2;  // would read past the one input sample
+  EXPECT_THROW(make_amp_model(l), Error);
+  l = testing::random_profile(*lstm_preset("nano"), 1);
+  l.weights.pop_back();
+  EXPECT_THROW(make_amp_model(l), Error);
+}
+
+TEST(NamFile, resets_that_would_take_too_long_are_refused) {
+  // A 1000-unit LSTM at 1 MHz: half a second of prewarm is 5e5 steps of 4e6 multiply-adds.
+  const LstmConfig big{.num_layers = 1, .input_size = 1, .hidden_size = 1000};
+  NamFile f = testing::random_profile(big, 1);
+  f.sample_rate = 1e6;
+  try {
+    validate(f, "big.nam");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("big.nam: config: prewarming would take"), std::string::npos) << e.what();
+  }
+  // Without a rate NAM prewarms an LSTM by one sample (its expected rate is unknown).
+  f = testing::random_profile(*lstm_preset("nano"), 1);
+  f.sample_rate.reset();
+  EXPECT_EQ(make_amp_model(f)->prewarm_samples(), 1);
+  f.sample_rate = 44100.0;
+  EXPECT_EQ(make_amp_model(f)->prewarm_samples(), 22050);
 }
 
 TEST(NamFile, a_weight_that_is_not_a_number_is_named) {

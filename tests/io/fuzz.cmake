@@ -22,3 +22,9 @@ add_executable(grammar_fuzz ${PROJECT_SOURCE_DIR}/tests/llm/grammar_fuzz.cpp)
 target_link_libraries(grammar_fuzz PRIVATE tempra_llm_decode)
 target_link_options(grammar_fuzz PRIVATE -fsanitize=fuzzer)
 set_target_properties(grammar_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
+
+# NAM profiles, parsed, built, run and rewritten: build/fuzz/bin/nam_fuzz <corpus dir> tests/audio/fuzz_corpus
+add_executable(nam_fuzz ${PROJECT_SOURCE_DIR}/tests/audio/nam_fuzz.cpp)
+target_link_libraries(nam_fuzz PRIVATE tempra_audio)
+target_link_options(nam_fuzz PRIVATE -fsanitize=fuzzer)
+set_target_properties(nam_fuzz PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)

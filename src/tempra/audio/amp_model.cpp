@@ -59,6 +59,7 @@ void AmpModel::reset() {
 }
 
 std::unique_ptr<AmpModel> make_amp_model(const NamFile& file, const AmpOptions& options) {
+  validate(file);
   std::unique_ptr<AmpModel> model;
   if (const auto* w = std::get_if<WaveNetConfig>(&file.config))
     model = std::make_unique<WaveNet>(*w, file.weights, file.sample_rate, options);

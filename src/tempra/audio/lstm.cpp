@@ -44,7 +44,8 @@ Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::option
 }
 
 int64_t Lstm::prewarm_samples() const {
-  return std::max<int64_t>(1, int64_t(0.5 * expected_sample_rate().value_or(48000.0)));
+  const auto rate = expected_sample_rate();
+  return rate ? std::max<int64_t>(1, int64_t(0.5 * *rate)) : 1;
 }
 
 void Lstm::clear_state() {

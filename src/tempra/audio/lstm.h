@@ -24,7 +24,9 @@ class Lstm final : public AmpModel {
   Lstm(const LstmConfig& config, std::span<const float> weights, std::optional<double> sample_rate,
        const AmpOptions& options = {});
 
-  // NAM's: half a second at the profile's rate (48 kHz when the file gives none).
+  // NAM's: half a second at the profile's rate, one sample when the file gives none. (NAM then
+  // runs whole blocks of its host's maximum size, so a host of 4096-sample blocks prewarms
+  // 24576 samples at 48 kHz; tempra runs exactly this many, whatever the caller's block.)
   int64_t prewarm_samples() const override;
 
  private:

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "tempra/audio/amp_model.h"
 #include "tempra/core/error.h"
 #include "tempra/io/atomic_write.h"
 
@@ -29,6 +31,18 @@ constexpr int kMaxLayers = 256;
 constexpr int kMaxLayerArrays = 16;
 constexpr int kMaxLstmLayers = 64;
 constexpr int kMaxHidden = 4096;
+// What a WaveNet's buffers may take (its histories: d (K - 1) rows per layer plus room for two
+// maximum blocks, channels padded to 16 lanes). Dilations cost no weights, so without this a few
+// kilobytes of JSON could ask for terabytes; NAM's standard model takes ~11 MiB.
+constexpr double kMaxHistoryBytes = double(1 << 30);
+// Samples of input one output may depend on (NAM's standard: 4093; this is 5.5 s at 48 kHz).
+constexpr int64_t kMaxReceptiveField = int64_t(1) << 18;
+// Multiply-adds a reset may take (prewarm samples x weights): a reset must not hang for hours on
+// a file that asks for a half-second prewarm of a huge LSTM at a huge rate. NAM's standard
+// WaveNet takes 5.6e7, its standard LSTM 6e7.
+constexpr double kMaxPrewarmWork = double(int64_t(1) << 36);
+// JSON nesting deeper than this is refused while parsing (printing a value recurses).
+constexpr int kMaxDepth = 64;
 
 constexpr std::array<std::pair<Activation, const char*>, 8> kActivations{{
     {Activation::tanh, "Tanh"},
@@ -112,7 +126,19 @@ class Reader {
     return a;
   }
 
+  // Only the keys a config of this architecture has: a 0.5.x file may carry keys of later
+  // cores (condition_dsp, in_channels/out_channels) that change what it plays.
+  void only_keys(const Json& config, std::initializer_list<std::string_view> keys) const {
+    for (const auto& [key, value] : config.items()) {
+      bool known = false;
+      for (const std::string_view k : keys) known = known || key == k;
+      const bool mono = (key == "in_channels" || key == "out_channels") && value.is_number_integer() && value.get<int64_t>() == 1;
+      if (!known && !mono) fail_at("config." + key, "not supported by tempra's NAM reader");
+    }
+  }
+
   WaveNetConfig wavenet(const Json& config) const {
+    only_keys(config, {"layers", "head", "head_scale"});
     const auto head = config.find("head");
     if (head != config.end() && !head->is_null())
       fail_at("config.head", "a post-stack head is not supported (NAM's own A1 core refuses it too)");
@@ -122,34 +148,14 @@ class Reader {
     WaveNetConfig w;
     for (size_t i = 0; i < layers.size(); ++i)
       w.layer_arrays.push_back(layer_array(layers[i], "config.layers[" + std::to_string(i) + "]"));
-    // The chain: the signal enters array 0 as one channel and is its condition; each next array
-    // takes the previous one's layer output as input and its head output as its head input.
-    for (size_t i = 0; i < w.layer_arrays.size(); ++i) {
-      const LayerArrayConfig& a = w.layer_arrays[i];
-      const std::string path = "config.layers[" + std::to_string(i) + "]";
-      if (a.condition_size != 1)
-        fail_at(path + ".condition_size", "expected 1 (the mono input), got ", a.condition_size);
-      if (i == 0 && a.input_size != 1) fail_at(path + ".input_size", "expected 1 (the mono input), got ", a.input_size);
-      if (i > 0) {
-        const LayerArrayConfig& before = w.layer_arrays[i - 1];
-        if (a.input_size != before.channels)
-          fail_at(path + ".input_size", a.input_size, " differs from the channels of layer array ", i - 1, " (",
-                  before.channels, ")");
-        if (a.channels != before.head_size)
-          fail_at(path + ".channels", a.channels, " differs from the head_size of layer array ", i - 1, " (",
-                  before.head_size, ")");
-      }
-    }
-    if (w.layer_arrays.back().head_size != 1)
-      fail_at("config.layers[" + std::to_string(w.layer_arrays.size() - 1) + "].head_size",
-              "the last layer array's head makes the mono output: expected 1, got ", w.layer_arrays.back().head_size);
     return w;
   }
 
   LstmConfig lstm(const Json& config) const {
+    only_keys(config, {"num_layers", "input_size", "hidden_size"});
     LstmConfig l;
     l.num_layers = integer(member(config, "config", "num_layers"), "config.num_layers", 1, kMaxLstmLayers);
-    l.input_size = integer(member(config, "config", "input_size"), "config.input_size", 1, 1);
+    l.input_size = integer(member(config, "config", "input_size"), "config.input_size", 1, kMaxChannels);
     l.hidden_size = integer(member(config, "config", "hidden_size"), "config.hidden_size", 1, kMaxHidden);
     return l;
   }
@@ -199,9 +205,16 @@ NamFile parse_nam(std::string_view text, std::string_view origin) {
   const Reader r(origin);
   Json j;
   try {
-    j = Json::parse(text.begin(), text.end());
+    bool too_deep = false;
+    j = Json::parse(text.begin(), text.end(), [&](int depth, Json::parse_event_t, Json&) {
+      if (depth > kMaxDepth) too_deep = true;
+      return !too_deep;
+    });
+    if (too_deep) fail(kOp, origin, ": JSON nested deeper than ", kMaxDepth, " levels");
   } catch (const Json::parse_error& e) {
     fail(kOp, origin, ": not valid JSON (byte ", e.byte, "): ", e.what());
+  } catch (const Json::exception& e) {  // a number out of double's range (1e999) and the like
+    fail(kOp, origin, ": not valid JSON: ", e.what());
   }
   if (!j.is_object()) r.fail_at("(top level)", "expected a JSON object");
   NamFile f;
@@ -220,22 +233,11 @@ NamFile parse_nam(std::string_view text, std::string_view origin) {
   const Json& config = r.member(j, "", "config");
   if (!config.is_object()) r.fail_at("config", "expected an object");
   const auto arch = architecture.get<std::string>();
-  int64_t expected = 0;
-  if (arch == "WaveNet") {
-    WaveNetConfig w = r.wavenet(config);
-    expected = weight_count(w);
-    f.config = std::move(w);
-  } else if (arch == "LSTM") {
-    LstmConfig l = r.lstm(config);
-    expected = weight_count(l);
-    f.config = l;
-  } else {
-    r.fail_at("architecture", "'", arch, "' is not supported (tempra runs WaveNet and LSTM)");
-  }
+  if (arch == "WaveNet") f.config = r.wavenet(config);
+  else if (arch == "LSTM") f.config = r.lstm(config);
+  else r.fail_at("architecture", "'", arch, "' is not supported (tempra runs WaveNet and LSTM)");
   const Json& weights = r.member(j, "", "weights");
   if (!weights.is_array()) r.fail_at("weights", "expected a list of numbers");
-  if (int64_t(weights.size()) != expected)
-    r.fail_at("weights", "the ", arch, " config takes ", expected, " weights, the file has ", weights.size());
   f.weights.reserve(weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
     if (!weights[i].is_number())
@@ -245,11 +247,7 @@ NamFile parse_nam(std::string_view text, std::string_view origin) {
       r.fail_at("weights[" + std::to_string(i) + "]", w, " is not a finite float");
     f.weights.push_back(static_cast<float>(w));
   }
-  if (const auto rate = r.optional_number(j, "", "sample_rate")) {
-    if (!(*rate >= 1000 && *rate <= 1e6))
-      r.fail_at("sample_rate", "expected a rate in 1000 ... 1000000 Hz, got ", *rate);
-    f.sample_rate = rate;
-  }
+  f.sample_rate = r.optional_number(j, "", "sample_rate");
   if (const auto it = j.find("metadata"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) r.fail_at("metadata", "expected an object, got ", it->dump());
     f.metadata.loudness = r.optional_number(*it, "metadata.", "loudness");
@@ -258,7 +256,82 @@ NamFile parse_nam(std::string_view text, std::string_view origin) {
     f.metadata.output_level_dbu = r.optional_number(*it, "metadata.", "output_level_dbu");
     f.metadata.json = it->dump();
   }
+  validate(f, origin);
   return f;
+}
+
+void validate(const NamFile& f, std::string_view origin) {
+  const Reader r(origin);
+  auto within = [&](const std::string& field, int64_t v, int64_t lo, int64_t hi) {
+    if (v < lo || v > hi) r.fail_at(field, "expected an integer in ", lo, " ... ", hi, ", got ", v);
+  };
+  double prewarm_samples = 1;
+  if (const auto* w = std::get_if<WaveNetConfig>(&f.config)) {
+    within("config.layers (count)", int64_t(w->layer_arrays.size()), 1, kMaxLayerArrays);
+    double history_bytes = 0;
+    int64_t field = 1;
+    // The chain: the signal enters array 0 as one channel and is its condition; each next array
+    // takes the previous one's layer output as input and its head output as its head input.
+    for (size_t i = 0; i < w->layer_arrays.size(); ++i) {
+      const LayerArrayConfig& a = w->layer_arrays[i];
+      const std::string path = "config.layers[" + std::to_string(i) + "]";
+      within(path + ".channels", a.channels, 1, kMaxChannels);
+      within(path + ".head_size", a.head_size, 1, kMaxChannels);
+      within(path + ".input_size", a.input_size, 1, kMaxChannels);
+      within(path + ".kernel_size", a.kernel_size, 1, kMaxKernel);
+      within(path + ".dilations (count)", int64_t(a.dilations.size()), 1, kMaxLayers);
+      if (a.condition_size != 1) r.fail_at(path + ".condition_size", "expected 1 (the mono input), got ", a.condition_size);
+      if (i == 0 && a.input_size != 1) r.fail_at(path + ".input_size", "expected 1 (the mono input), got ", a.input_size);
+      if (i > 0) {
+        const LayerArrayConfig& before = w->layer_arrays[i - 1];
+        if (a.input_size != before.channels)
+          r.fail_at(path + ".input_size", a.input_size, " differs from the channels of layer array ", i - 1, " (",
+                    before.channels, ")");
+        if (a.channels != before.head_size)
+          r.fail_at(path + ".channels", a.channels, " differs from the head_size of layer array ", i - 1, " (",
+                    before.head_size, ")");
+      }
+      for (size_t l = 0; l < a.dilations.size(); ++l) {
+        const int d = a.dilations[l];
+        within(path + ".dilations[" + std::to_string(l) + "]", d, 1, kMaxDilation);
+        field += int64_t(d) * (a.kernel_size - 1);
+        history_bytes += (double(d) * (a.kernel_size - 1) + 2.0 * double(AmpModel::kMaxBlock)) *
+                         double((a.channels + 15) / 16 * 16) * 4;
+      }
+    }
+    if (w->layer_arrays.back().head_size != 1)
+      r.fail_at("config.layers[" + std::to_string(w->layer_arrays.size() - 1) + "].head_size",
+                "the last layer array's head makes the mono output: expected 1, got ", w->layer_arrays.back().head_size);
+    if (field > kMaxReceptiveField)
+      r.fail_at("config.layers", "a receptive field of ", field, " samples (dilations x kernel sizes); tempra runs up to ",
+                kMaxReceptiveField);
+    if (history_bytes > kMaxHistoryBytes)
+      r.fail_at("config.layers", "the layers' histories would take ", int64_t(history_bytes / (1 << 20)),
+                " MiB (dilations x kernel sizes x channels); tempra runs models up to ",
+                int64_t(kMaxHistoryBytes) >> 20, " MiB");
+    if (int64_t(f.weights.size()) != weight_count(*w))
+      r.fail_at("weights", "the WaveNet config takes ", weight_count(*w), " weights, the file has ", f.weights.size());
+    prewarm_samples = double(field);
+  } else {
+    const auto& l = std::get<LstmConfig>(f.config);
+    within("config.num_layers", l.num_layers, 1, kMaxLstmLayers);
+    within("config.hidden_size", l.hidden_size, 1, kMaxHidden);
+    if (l.input_size != 1) r.fail_at("config.input_size", "expected 1 (the mono input), got ", l.input_size);
+    if (int64_t(f.weights.size()) != weight_count(l))
+      r.fail_at("weights", "the LSTM config takes ", weight_count(l), " weights, the file has ", f.weights.size());
+    prewarm_samples = f.sample_rate ? 0.5 * *f.sample_rate : 1.0;
+  }
+  if (f.sample_rate && !(*f.sample_rate >= 1000 && *f.sample_rate <= 1e6))
+    r.fail_at("sample_rate", "expected a rate in 1000 ... 1000000 Hz, got ", *f.sample_rate);
+  if (prewarm_samples * double(f.weights.size()) > kMaxPrewarmWork)
+    r.fail_at("config", "prewarming would take ", prewarm_samples, " samples x ", f.weights.size(),
+              " weights; tempra runs models up to ", kMaxPrewarmWork, " multiply-adds per reset");
+  auto level = [&](const char* key, const std::optional<double>& db) {
+    if (db && !(std::abs(*db) <= 200)) r.fail_at(std::string("metadata.") + key, "expected a level in -200 ... 200 dB, got ", *db);
+  };
+  level("loudness", f.metadata.loudness);
+  level("input_level_dbu", f.metadata.input_level_dbu);
+  level("output_level_dbu", f.metadata.output_level_dbu);
 }
 
 NamFile read_nam(const std::filesystem::path& path) {

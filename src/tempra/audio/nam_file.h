@@ -79,6 +79,10 @@ int64_t weight_count(const LstmConfig& config);
 
 // Parses and checks a `.nam` text; `origin` (a file name) begins every error message.
 NamFile parse_nam(std::string_view text, std::string_view origin = "nam");
+// Checks what a model needs of a profile, whoever built it (parse_nam calls it last; so does
+// make_amp_model): the chain of layer arrays, field bounds, the weight count, and bounds on what
+// the model would allocate and on the work of a reset. Errors name the field, after `origin`.
+void validate(const NamFile& file, std::string_view origin = "profile");
 // Reads a file (at most 256 MiB) and parses it.
 NamFile read_nam(const std::filesystem::path& path);
 // The JSON text of a profile: the fields parse_nam reads, weights printed exactly (9 significant

@@ -33,8 +33,8 @@ AudioData read_audio(const std::filesystem::path& path) {
   check(info.channels >= 1 && info.channels <= 64, kOp, path.string(), ": ", info.channels, " channels");
   check(info.samplerate >= 1000 && info.samplerate <= 1000000, kOp, path.string(), ": sample rate ", info.samplerate,
         " Hz is outside 1000 ... 1000000");
-  check(info.frames >= 0 && info.frames * info.channels <= kMaxSamples, kOp, path.string(), ": ", info.frames,
-        " frames is more than tempra reads (", kMaxSamples, " samples)");
+  check(info.frames >= 0 && info.frames <= kMaxSamples / info.channels, kOp, path.string(), ": ", info.frames,
+        " frames of ", info.channels, " channels is more than tempra reads (", kMaxSamples, " samples)");
   AudioData audio;
   audio.sample_rate = info.samplerate;
   audio.channels = info.channels;
