@@ -2,74 +2,16 @@
 //
 // NAM's real-time rule: once a model is built, process() makes no heap allocation (an
 // allocation can block on the allocator's lock inside an audio callback). Counted by replacing
-// the global operator new in this binary only, over every profile of the zoo and block sizes
-// from 1 to past kMaxBlock; a reset (prewarm) allocates nothing either. The count is shown to
-// see allocations: building a model does allocate.
+// the global operator new in this binary only (support/count_allocations.h), over every profile
+// of the zoo and block sizes from 1 to past kMaxBlock; a reset (prewarm) allocates nothing
+// either. The count is shown to see allocations: building a model does allocate.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "audio/amp_fixtures.h"
+#include "support/count_allocations.h"
 #include "tempra/audio/amp_model.h"
 
-namespace {
-std::atomic<int64_t> g_allocations{0};
-
-void* counted(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t rounded = (size + align - 1) / align * align;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, rounded ? rounded : align)
-                                              : std::malloc(size ? size : 1);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  return counted(size);
-}
-void* operator new[](std::size_t size) {
-  return counted(size);
-}
-void* operator new(std::size_t size, std::align_val_t align) {
-  return counted(size, std::size_t(align));
-}
-void* operator new[](std::size_t size, std::align_val_t align) {
-  return counted(size, std::size_t(align));
-}
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return counted(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+using tempra::testing::g_allocations;
 
 namespace tempra::audio {
 namespace {

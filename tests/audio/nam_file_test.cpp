@@ -1,5 +1,4 @@
 // tests/audio/nam_file_test.cpp: the `.nam` reader, writer and their errors.
-#include "tempra/audio/amp_model.h"
 #include "tempra/audio/nam_file.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +7,7 @@
 
 #include "audio/amp_fixtures.h"
 #include "support/files.h"
+#include "tempra/audio/amp_model.h"
 #include "tempra/core/error.h"
 
 namespace tempra::audio {
@@ -122,15 +122,17 @@ TEST(NamFile, every_malformation_is_an_error_naming_its_field) {
 TEST(NamFile, hostile_json_is_an_error_not_a_crash) {
   // Nesting that would overflow the stack when printed, a number beyond double's range, a key
   // of a later core that changes what a file plays.
-  std::string deep = edited(R"("metadata":{})", R"("metadata":{"x":)" + std::string(100000, '[') +
-                                                    std::string(100000, ']') + "}");
+  std::string deep =
+      edited(R"("metadata":{})", R"("metadata":{"x":)" + std::string(100000, '[') + std::string(100000, ']') + "}");
   EXPECT_NE(error_of(deep).find("nested deeper than 64"), std::string::npos) << error_of(deep).substr(0, 200);
   EXPECT_NE(error_of(edited(R"("sample_rate":48000.0)", R"("sample_rate":1e999)")).find("not valid JSON"),
             std::string::npos);
-  EXPECT_NE(error_of(edited(R"("head":null)", R"("head":null,"condition_dsp":{})")).find("config.condition_dsp: not supported"),
+  EXPECT_NE(error_of(edited(R"("head":null)", R"("head":null,"condition_dsp":{})"))
+                .find("config.condition_dsp: not supported"),
             std::string::npos);
   EXPECT_EQ(error_of(edited(R"("head":null)", R"("head":null,"in_channels":1,"out_channels":1)")), "");
-  EXPECT_NE(error_of(edited(R"("metadata":{})", R"("metadata":{"loudness":1e300})")).find("metadata.loudness: expected a level"),
+  EXPECT_NE(error_of(edited(R"("metadata":{})", R"("metadata":{"loudness":1e300})"))
+                .find("metadata.loudness: expected a level"),
             std::string::npos);
 }
 
@@ -138,7 +140,11 @@ TEST(NamFile, histories_past_a_gibibyte_are_refused) {
   // 1024 channels over 256 layers: no dilation is long, but each layer keeps two maximum blocks.
   NamFile f;
   WaveNetConfig w;
-  w.layer_arrays.push_back({.input_size = 1, .condition_size = 1, .head_size = 1, .channels = 1024, .kernel_size = 3,
+  w.layer_arrays.push_back({.input_size = 1,
+                            .condition_size = 1,
+                            .head_size = 1,
+                            .channels = 1024,
+                            .kernel_size = 3,
                             .dilations = std::vector<int>(256, 1)});
   f.config = w;
   try {

@@ -8,7 +8,7 @@
 // (Q8_0 and Q4_K_M, made by `tempra quantize`), with f32, f16 and q8_0 caches, on both
 // backends and with 2 threads, so the thread pool's fork-join is inside the count.
 //
-// This binary replaces operator new for itself only; no other test links it.
+// This binary replaces operator new for itself only (support/count_allocations.h).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,44 +22,14 @@
 
 #include "apps/qwen3_fixture.h"
 #include "quantize.h"
+#include "support/count_allocations.h"
 #include "support/files.h"
 #include "tempra/llm/model/expert_cache.h"
 #include "tempra/llm/model/qwen3.h"
 #include "tempra/llm/model/synth.h"
 #include "tempra/llm/runtime/session.h"
 
-namespace {
-std::atomic<int64_t> g_allocations{0};
-
-void* counted(std::size_t size, std::size_t align = alignof(std::max_align_t)) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t rounded = (size + align - 1) / align * align;
-  void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, rounded ? rounded : align)
-                                              : std::malloc(size ? size : 1);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-}  // namespace
-
-void* operator new(std::size_t size) { return counted(size); }
-void* operator new[](std::size_t size) { return counted(size); }
-void* operator new(std::size_t size, std::align_val_t align) { return counted(size, std::size_t(align)); }
-void* operator new[](std::size_t size, std::align_val_t align) { return counted(size, std::size_t(align)); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return counted(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using tempra::testing::g_allocations;
 
 namespace tempra::llm {
 namespace {
@@ -87,7 +57,7 @@ struct Case {
 };
 
 void expect_allocation_free_decode(const Case& c, Backend backend, KvCacheType cache_type) {
-  const char* cache_name = cache_type == KvCacheType::f16 ? " f16 cache"
+  const char* cache_name = cache_type == KvCacheType::f16    ? " f16 cache"
                            : cache_type == KvCacheType::q8_0 ? " q8_0 cache"
                                                              : " f32 cache";
   SCOPED_TRACE(std::string(c.name) + (backend == Backend::native ? " native" : " scalar") + cache_name);
@@ -147,7 +117,10 @@ void expect_allocation_free_moe_decode(const SynthSpec& spec_in) {
     write_synthetic_model(path, spec);
   }
   const uint64_t one =
-      load_model(path, {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40, .usage_file = {}, .prefetch = true}})->expert_cache()->expert_bytes();
+      load_model(path,
+                 {.moe_stream = ExpertStreaming{.cache_bytes = uint64_t{1} << 40, .usage_file = {}, .prefetch = true}})
+          ->expert_cache()
+          ->expert_bytes();
   for (bool stream : {false, true}) {
     SCOPED_TRACE(spec_in.architecture + (stream ? " streamed" : " resident"));
     LoadOptions options;

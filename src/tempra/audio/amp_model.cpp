@@ -22,8 +22,12 @@ namespace {
 class FlushSubnormals {
  public:
 #if defined(__x86_64__)
-  FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040); }  // FTZ | DAZ
-  ~FlushSubnormals() { _mm_setcsr(saved_); }
+  FlushSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ | 0x8040);
+  }  // FTZ | DAZ
+  ~FlushSubnormals() {
+    _mm_setcsr(saved_);
+  }
 
  private:
   unsigned saved_;
@@ -32,7 +36,9 @@ class FlushSubnormals {
     asm volatile("mrs %0, fpcr" : "=r"(saved_));
     asm volatile("msr fpcr, %0" : : "r"(saved_ | (uint64_t(1) << 24)));  // FZ
   }
-  ~FlushSubnormals() { asm volatile("msr fpcr, %0" : : "r"(saved_)); }
+  ~FlushSubnormals() {
+    asm volatile("msr fpcr, %0" : : "r"(saved_));
+  }
 
  private:
   uint64_t saved_ = 0;

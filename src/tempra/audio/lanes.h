@@ -55,8 +55,8 @@ struct NativeLanes {
     const V ax = abs(x), x2 = mul(x, x);
     const V numerator = mul(x, add(add(set1(2.45550750702956f), mul(set1(2.45550750702956f), ax)),
                                    mul(add(set1(0.893229853513558f), mul(set1(0.821226666969744f), ax)), x2)));
-    const V denominator = add(set1(2.44506634652299f),
-                              mul(add(set1(2.44506634652299f), x2), abs(add(x, mul(mul(set1(0.814642734961073f), x), ax)))));
+    const V denominator = add(set1(2.44506634652299f), mul(add(set1(2.44506634652299f), x2),
+                                                           abs(add(x, mul(mul(set1(0.814642734961073f), x), ax)))));
     return div(numerator, denominator);
   }
 

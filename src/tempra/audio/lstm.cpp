@@ -79,7 +79,8 @@ float Lstm::step(float x) {
     int lane = 0;
     for (; lane + 4 * L::kLanes <= rows; lane += 4 * L::kLanes) {
       const float* b = layer.bias.data() + lane;
-      auto a0 = L::load(b), a1 = L::load(b + L::kLanes), a2 = L::load(b + 2 * L::kLanes), a3 = L::load(b + 3 * L::kLanes);
+      auto a0 = L::load(b), a1 = L::load(b + L::kLanes), a2 = L::load(b + 2 * L::kLanes),
+           a3 = L::load(b + 3 * L::kLanes);
       for (int j = 0; j < columns; ++j) {
         const auto v = L::set1(xh[j]);
         const float* w = layer.weights.data() + size_t(j) * rows + lane;
@@ -93,7 +94,8 @@ float Lstm::step(float x) {
     }
     for (; lane < rows; lane += L::kLanes) {
       auto a = L::load(layer.bias.data() + lane);
-      for (int j = 0; j < columns; ++j) a = L::fma(L::set1(xh[j]), L::load(layer.weights.data() + size_t(j) * rows + lane), a);
+      for (int j = 0; j < columns; ++j)
+        a = L::fma(L::set1(xh[j]), L::load(layer.weights.data() + size_t(j) * rows + lane), a);
       L::store(g + lane, a);
     }
     // i, f and o through the sigmoid, g through tanh (NAM's fast forms with fast tanh on).
@@ -103,7 +105,8 @@ float Lstm::step(float x) {
     float* c = layer.c.data();
     float* hidden = layer.xh.data() + layer.inputs;
     for (int i = 0; i < hs; i += L::kLanes)
-      L::store(c + i, L::add(L::mul(L::load(g + hs + i), L::load(c + i)), L::mul(L::load(g + i), L::load(g + 2 * hs + i))));
+      L::store(c + i,
+               L::add(L::mul(L::load(g + hs + i), L::load(c + i)), L::mul(L::load(g + i), L::load(g + 2 * hs + i))));
     std::copy(c, c + hs, hidden);
     L::activate(fast_ ? Activation::fast_tanh : Activation::tanh, hidden, hs);
     for (int i = 0; i < hs; i += L::kLanes) L::store(hidden + i, L::mul(L::load(g + 3 * hs + i), L::load(hidden + i)));

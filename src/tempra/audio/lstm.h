@@ -47,7 +47,7 @@ class Lstm final : public AmpModel {
   bool fast_ = true;     // AmpOptions::fast_tanh: NAM's fast tanh and fast sigmoid for the gates
   bool native_ = false;  // AmpOptions::backend, where this build has the native arm
   int hidden_ = 1;
-  int hs_ = 1;           // H padded to whole lanes
+  int hs_ = 1;  // H padded to whole lanes
   std::vector<Layer> layers_;
   std::vector<float> head_;  // [H]
   float head_bias_ = 0.0f;

@@ -132,7 +132,8 @@ class Reader {
     for (const auto& [key, value] : config.items()) {
       bool known = false;
       for (const std::string_view k : keys) known = known || key == k;
-      const bool mono = (key == "in_channels" || key == "out_channels") && value.is_number_integer() && value.get<int64_t>() == 1;
+      const bool mono =
+          (key == "in_channels" || key == "out_channels") && value.is_number_integer() && value.get<int64_t>() == 1;
       if (!known && !mono) fail_at("config." + key, "not supported by tempra's NAM reader");
     }
   }
@@ -233,9 +234,12 @@ NamFile parse_nam(std::string_view text, std::string_view origin) {
   const Json& config = r.member(j, "", "config");
   if (!config.is_object()) r.fail_at("config", "expected an object");
   const auto arch = architecture.get<std::string>();
-  if (arch == "WaveNet") f.config = r.wavenet(config);
-  else if (arch == "LSTM") f.config = r.lstm(config);
-  else r.fail_at("architecture", "'", arch, "' is not supported (tempra runs WaveNet and LSTM)");
+  if (arch == "WaveNet")
+    f.config = r.wavenet(config);
+  else if (arch == "LSTM")
+    f.config = r.lstm(config);
+  else
+    r.fail_at("architecture", "'", arch, "' is not supported (tempra runs WaveNet and LSTM)");
   const Json& weights = r.member(j, "", "weights");
   if (!weights.is_array()) r.fail_at("weights", "expected a list of numbers");
   f.weights.reserve(weights.size());
@@ -280,8 +284,10 @@ void validate(const NamFile& f, std::string_view origin) {
       within(path + ".input_size", a.input_size, 1, kMaxChannels);
       within(path + ".kernel_size", a.kernel_size, 1, kMaxKernel);
       within(path + ".dilations (count)", int64_t(a.dilations.size()), 1, kMaxLayers);
-      if (a.condition_size != 1) r.fail_at(path + ".condition_size", "expected 1 (the mono input), got ", a.condition_size);
-      if (i == 0 && a.input_size != 1) r.fail_at(path + ".input_size", "expected 1 (the mono input), got ", a.input_size);
+      if (a.condition_size != 1)
+        r.fail_at(path + ".condition_size", "expected 1 (the mono input), got ", a.condition_size);
+      if (i == 0 && a.input_size != 1)
+        r.fail_at(path + ".input_size", "expected 1 (the mono input), got ", a.input_size);
       if (i > 0) {
         const LayerArrayConfig& before = w->layer_arrays[i - 1];
         if (a.input_size != before.channels)
@@ -301,10 +307,11 @@ void validate(const NamFile& f, std::string_view origin) {
     }
     if (w->layer_arrays.back().head_size != 1)
       r.fail_at("config.layers[" + std::to_string(w->layer_arrays.size() - 1) + "].head_size",
-                "the last layer array's head makes the mono output: expected 1, got ", w->layer_arrays.back().head_size);
+                "the last layer array's head makes the mono output: expected 1, got ",
+                w->layer_arrays.back().head_size);
     if (field > kMaxReceptiveField)
-      r.fail_at("config.layers", "a receptive field of ", field, " samples (dilations x kernel sizes); tempra runs up to ",
-                kMaxReceptiveField);
+      r.fail_at("config.layers", "a receptive field of ", field,
+                " samples (dilations x kernel sizes); tempra runs up to ", kMaxReceptiveField);
     if (history_bytes > kMaxHistoryBytes)
       r.fail_at("config.layers", "the layers' histories would take ", int64_t(history_bytes / (1 << 20)),
                 " MiB (dilations x kernel sizes x channels); tempra runs models up to ",
@@ -327,7 +334,8 @@ void validate(const NamFile& f, std::string_view origin) {
     r.fail_at("config", "prewarming would take ", prewarm_samples, " samples x ", f.weights.size(),
               " weights; tempra runs models up to ", kMaxPrewarmWork, " multiply-adds per reset");
   auto level = [&](const char* key, const std::optional<double>& db) {
-    if (db && !(std::abs(*db) <= 200)) r.fail_at(std::string("metadata.") + key, "expected a level in -200 ... 200 dB, got ", *db);
+    if (db && !(std::abs(*db) <= 200))
+      r.fail_at(std::string("metadata.") + key, "expected a level in -200 ... 200 dB, got ", *db);
   };
   level("loudness", f.metadata.loudness);
   level("input_level_dbu", f.metadata.input_level_dbu);

@@ -17,7 +17,9 @@ using LayerArray = WaveNet::LayerArray;
 // Samples a layer computes at once: independent accumulators enough to hide an FMA's latency.
 constexpr int kTile = 8;
 
-int round_up(int n, int lanes) { return (n + lanes - 1) / lanes * lanes; }
+int round_up(int n, int lanes) {
+  return (n + lanes - 1) / lanes * lanes;
+}
 
 // Makes room for n more rows after `start`: when they would run past the buffer, the history
 // rows before `start` move to the front.
@@ -32,8 +34,8 @@ void make_room(Layer& layer, int cs, int n) {
 // T rows of one layer: x, cond, head_in and next point at the tile's first row (strides Cs, the
 // condition width, Cs, Cs); z is [T][Zs] of scratch.
 template <class L, int T>
-void layer_rows(const Layer& layer, const LayerArray& a, const float* x, const float* cond, float* head_in,
-                float* next, float* z) {
+void layer_rows(const Layer& layer, const LayerArray& a, const float* x, const float* cond, float* head_in, float* next,
+                float* z) {
   const int c = a.config.channels, cs = a.cs, zs = a.zs, kernel = a.config.kernel_size;
   const int condition_width = a.config.condition_size;
   typename L::V acc[T];
@@ -59,7 +61,8 @@ void layer_rows(const Layer& layer, const LayerArray& a, const float* x, const f
     L::activate(a.config.activation, zr, cs);
     if (a.config.gated) {
       L::activate(Activation::sigmoid, zr + cs, cs);
-      for (int lane = 0; lane < cs; lane += L::kLanes) L::store(zr + lane, L::mul(L::load(zr + lane), L::load(zr + cs + lane)));
+      for (int lane = 0; lane < cs; lane += L::kLanes)
+        L::store(zr + lane, L::mul(L::load(zr + lane), L::load(zr + cs + lane)));
     }
     float* head_row = head_in + size_t(r) * cs;
     for (int lane = 0; lane < cs; lane += L::kLanes)
@@ -72,7 +75,8 @@ void layer_rows(const Layer& layer, const LayerArray& a, const float* x, const f
       const auto wi = L::load(layer.residual.data() + size_t(i) * cs + lane);
       for (int r = 0; r < T; ++r) acc[r] = L::fma(L::set1(z[size_t(r) * zs + i]), wi, acc[r]);
     }
-    for (int r = 0; r < T; ++r) L::store(next + size_t(r) * cs + lane, L::add(acc[r], L::load(x + size_t(r) * cs + lane)));
+    for (int r = 0; r < T; ++r)
+      L::store(next + size_t(r) * cs + lane, L::add(acc[r], L::load(x + size_t(r) * cs + lane)));
   }
 }
 
@@ -95,8 +99,10 @@ template <class L>
 void run_array(LayerArray& a, const float* input, const float* head_start, const float* condition, float* z, int n) {
   const int cs = a.cs;
   float* head_in = a.head_in.data();
-  if (head_start) std::memcpy(head_in, head_start, size_t(n) * cs * sizeof(float));
-  else std::fill(head_in, head_in + size_t(n) * cs, 0.0f);
+  if (head_start)
+    std::memcpy(head_in, head_start, size_t(n) * cs * sizeof(float));
+  else
+    std::fill(head_in, head_in + size_t(n) * cs, 0.0f);
 
   Layer& first = a.layers.front();
   make_room(first, cs, n);
@@ -118,8 +124,8 @@ void run_array(LayerArray& a, const float* input, const float* head_start, const
       layer_rows<L, kTile>(layer, a, x + size_t(t) * cs, condition + size_t(t) * condition_width,
                            head_in + size_t(t) * cs, next + size_t(t) * cs, z);
     for (; t < n; ++t)
-      layer_rows<L, 1>(layer, a, x + size_t(t) * cs, condition + size_t(t) * condition_width,
-                       head_in + size_t(t) * cs, next + size_t(t) * cs, z);
+      layer_rows<L, 1>(layer, a, x + size_t(t) * cs, condition + size_t(t) * condition_width, head_in + size_t(t) * cs,
+                       next + size_t(t) * cs, z);
     layer.start += n;
   }
   one_by_one<L>(head_in, cs, a.config.channels, a.head.data(), a.head_bias.data(), a.hs, a.head_out.data(), n);
@@ -170,7 +176,8 @@ WaveNet::WaveNet(const WaveNetConfig& config, std::span<const float> weights, st
       layer.conv.assign(size_t(c.kernel_size) * channels * a.zs, 0.0f);
       for (int o = 0; o < z; ++o)
         for (int i = 0; i < channels; ++i)
-          for (int k = 0; k < c.kernel_size; ++k) layer.conv[(size_t(k) * channels + i) * a.zs + z_lane(o)] = read.next();
+          for (int k = 0; k < c.kernel_size; ++k)
+            layer.conv[(size_t(k) * channels + i) * a.zs + z_lane(o)] = read.next();
       layer.conv_bias.assign(size_t(a.zs), 0.0f);
       for (int o = 0; o < z; ++o) layer.conv_bias[size_t(z_lane(o))] = read.next();
       layer.mixin.assign(size_t(c.condition_size) * a.zs, 0.0f);
@@ -182,8 +189,10 @@ WaveNet::WaveNet(const WaveNetConfig& config, std::span<const float> weights, st
       layer.history.assign(size_t(layer.history_rows + 2 * kMaxBlock) * a.cs, 0.0f);
     }
     read.matrix_transposed(c.head_size, channels, a.head, a.hs);
-    if (c.head_bias) read.vector(c.head_size, a.head_bias, a.hs);
-    else a.head_bias.assign(size_t(a.hs), 0.0f);
+    if (c.head_bias)
+      read.vector(c.head_size, a.head_bias, a.hs);
+    else
+      a.head_bias.assign(size_t(a.hs), 0.0f);
     a.output.assign(size_t(kMaxBlock) * a.cs, 0.0f);
     a.head_in.assign(size_t(kMaxBlock) * a.cs, 0.0f);
     a.head_out.assign(size_t(kMaxBlock) * a.hs, 0.0f);
@@ -201,7 +210,9 @@ int64_t WaveNet::receptive_field() const {
   return field;
 }
 
-int64_t WaveNet::prewarm_samples() const { return receptive_field(); }
+int64_t WaveNet::prewarm_samples() const {
+  return receptive_field();
+}
 
 void WaveNet::clear_state() {
   for (LayerArray& a : arrays_)
@@ -213,8 +224,10 @@ void WaveNet::clear_state() {
 
 void WaveNet::process_block(const float* in, float* out, int n) {
 #if TEMPRA_AUDIO_NATIVE
-  if (native_) run_arrays<NativeLanes>(arrays_, in, z_.data(), n);
-  else run_arrays<ScalarLanes>(arrays_, in, z_.data(), n);
+  if (native_)
+    run_arrays<NativeLanes>(arrays_, in, z_.data(), n);
+  else
+    run_arrays<ScalarLanes>(arrays_, in, z_.data(), n);
 #else
   run_arrays<ScalarLanes>(arrays_, in, z_.data(), n);
 #endif

@@ -59,11 +59,11 @@ class WaveNet final : public AmpModel {
     int64_t start = 0;                 // the row of the current block's first sample
   };
   struct LayerArray {
-    LayerArrayConfig config;  // its activation as evaluated (Tanh is Fasttanh under fast_tanh)
-    int cs = 1;               // C padded to whole lanes: the stride of channel rows
-    int zs = 1;               // z's row stride: Cs, or 2 Cs when gated (activation, then gate)
-    int hs = 1;               // the head size padded to whole lanes
-    int input_stride = 1;     // the stride of this array's input rows (1: the signal)
+    LayerArrayConfig config;       // its activation as evaluated (Tanh is Fasttanh under fast_tanh)
+    int cs = 1;                    // C padded to whole lanes: the stride of channel rows
+    int zs = 1;                    // z's row stride: Cs, or 2 Cs when gated (activation, then gate)
+    int hs = 1;                    // the head size padded to whole lanes
+    int input_stride = 1;          // the stride of this array's input rows (1: the signal)
     std::vector<float> rechannel;  // [input][Cs]
     std::vector<float> head;       // [C][Hs]
     std::vector<float> head_bias;  // [Hs], zeros without head_bias
