@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tempra/backend/kernels.h"
 #include "tempra/core/error.h"
 #include "tempra/core/half.h"
 #include "tempra/core/rng.h"
@@ -166,6 +167,13 @@ std::vector<TensorPlan> plan_tensors(const SynthSpec& s, int32_t weight_type) {
   return plans;
 }
 
+// values[j] = mean + std * normal(stream, first + j) for j < count.
+void normal_fill(ThreadPool& pool, const TensorPlan& t, uint64_t stream, int64_t first, int64_t count, float* values) {
+  pool.parallel_for(count, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) values[j] = t.mean + t.std * CounterRng::normal(stream, uint64_t(first + j));
+  });
+}
+
 // Tensor k's bytes: element i is mean + std * normal(stream k, i), rounded to its type.
 void fill_tensor(ThreadPool& pool, const TensorPlan& t, uint64_t seed, uint64_t k, std::byte* out) {
   const uint64_t stream = splitmix64_mix(seed ^ (0x5157454e33ull + k * CounterRng::kGolden));  // "QWEN3" + k
@@ -174,17 +182,23 @@ void fill_tensor(ThreadPool& pool, const TensorPlan& t, uint64_t seed, uint64_t 
     std::memcpy(out, t.values.data(), t.values.size() * sizeof(float));
     return;
   }
-  pool.parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const float v = t.mean + t.std * CounterRng::normal(stream, static_cast<uint64_t>(i));
-      if (t.ggml_type == 0) {
-        std::memcpy(out + i * 4, &v, 4);
-      } else {
-        const uint16_t h = t.ggml_type == 1 ? f32_to_f16_bits(v) : f32_to_bf16_bits(v);
-        std::memcpy(out + i * 2, &h, 2);
-      }
-    }
-  });
+  if (t.ggml_type == 0) {
+    normal_fill(pool, t, stream, 0, n, reinterpret_cast<float*>(out));
+    return;
+  }
+  // F16 and BF16: a chunk at a time in f32, then the native backend's rounding, vectorized and
+  // bit-equal to tempra/core/half.h's.
+  const Kernels& kernels = kernels_for(Backend::native);
+  constexpr int64_t kChunk = int64_t{1} << 22;
+  std::vector<float> values(size_t(std::min(n, kChunk)));
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    const int64_t count = std::min(kChunk, n - begin);
+    normal_fill(pool, t, stream, begin, count, values.data());
+    if (t.ggml_type == 1)
+      kernels.f32_to_f16(values.data(), reinterpret_cast<f16_t*>(out) + begin, count, pool);
+    else
+      kernels.f32_to_bf16(values.data(), reinterpret_cast<bf16_t*>(out) + begin, count, pool);
+  }
 }
 
 void store(const TensorPlan& t, std::byte* out, uint64_t i, float v) {
