@@ -5,23 +5,23 @@
 # text (GBNF, JSON Schema, regex: tests/llm/grammar_fuzz.cpp) and NAM profiles
 # (tests/audio/nam_fuzz.cpp).
 #
-# Builds build/fuzz with clang, AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer
-# (needs the Debian packages clang and libclang-rt-14-dev; scripts/install-deps.sh installs
-# them), seeds each run with committed files (tests/io/corpus for GGUF, tests/goldens for
-# safetensors, tests/serve/fuzz_corpus for the server, tests/llm/fuzz_corpus for grammars,
-# tests/audio/fuzz_corpus for NAM profiles), and fails on any crash, sanitizer report, leak or timeout. New inputs go to
-# build/fuzz/corpus-*, never to the committed files; a crashing input is saved as
-# build/fuzz/crash-*.
+# Builds the fuzz targets in the `asan` preset's tree, build/asan (clang, AddressSanitizer +
+# UndefinedBehaviorSanitizer, every library instrumented for libFuzzer's coverage: the sanitizer
+# test run and the fuzzers share one build; needs the Debian packages clang and
+# libclang-rt-14-dev, which scripts/install-deps.sh installs), seeds each run with committed
+# files (tests/io/corpus for GGUF, tests/goldens for safetensors, tests/serve/fuzz_corpus for the
+# server, tests/llm/fuzz_corpus for grammars, tests/audio/fuzz_corpus for NAM profiles), and
+# fails on any crash, sanitizer report, leak or timeout. New inputs go to build/asan/corpus-*,
+# never to the committed files; a crashing input is saved as build/asan/crash-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-60}"
-build=build/fuzz
+build=build/asan
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
-CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTEMPRA_FUZZ=ON -DTEMPRA_SANITIZE=ON -DTEMPRA_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target gguf_fuzz safetensors_fuzz serve_fuzz grammar_fuzz nam_fuzz -j "$jobs"
+cmake --preset asan >/dev/null
+cmake --build --preset asan --target gguf_fuzz safetensors_fuzz serve_fuzz grammar_fuzz nam_fuzz -j "$jobs"
 
 # fuzz NAME SECONDS SEED_DIR
 fuzz() {

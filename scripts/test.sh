@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the README's second command, and what CI runs. Installs dependencies if
-# missing, then builds and runs the whole suite twice: the host-tuned release build, and a
-# debug build under AddressSanitizer + UndefinedBehaviorSanitizer; then runs the native
-# backend's parity suite on the SIMD arms this host does not pick itself (AVX2, and NEON under
-# qemu: scripts/test-native-arms.sh), and fuzzes the GGUF and safetensors readers for a minute (scripts/fuzz.sh).
+# missing, then builds and runs the whole suite twice: the host-tuned release build (g++), and a
+# clang debug build under AddressSanitizer + UndefinedBehaviorSanitizer (the `asan` preset, which
+# also builds the libFuzzer targets; its test preset leaves out the `heavy` label); then runs the
+# native backend's parity suite on the SIMD arms this host does not pick itself (AVX2, and NEON
+# under qemu: scripts/test-native-arms.sh), and fuzzes the readers, the server and the grammar
+# compilers for a minute in the asan tree (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

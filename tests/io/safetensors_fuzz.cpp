@@ -6,7 +6,7 @@
 // tensors (names, dtypes, shapes, bytes) and metadata. tempra::Error is the expected way to
 // reject input; a crash, a sanitizer report or any other exception is a finding. Seeds: the
 // committed goldens (tests/goldens/*.safetensors, written by an independent writer):
-//   build/fuzz/bin/safetensors_fuzz build/fuzz/st-corpus tests/goldens -max_total_time=60
+//   build/asan/bin/safetensors_fuzz build/asan/st-corpus tests/goldens -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -83,15 +83,15 @@ const std::map<std::string, Runner>& runners() {
         {"relu", UnaryOp::relu},     {"gelu_tanh", UnaryOp::gelu_tanh}, {"gelu_erf", UnaryOp::gelu_erf},
         {"silu", UnaryOp::silu},     {"softplus", UnaryOp::softplus}, {"sin", UnaryOp::sin},
         {"cos", UnaryOp::cos}};
-    for (auto [name, op] : unary_ops)
-      t[name] = [op](ExecContext& ctx, const std::vector<Array>& in, const Json&) {
+    for (const auto& [name, op_value] : unary_ops)
+      t[name] = [op = op_value](ExecContext& ctx, const std::vector<Array>& in, const Json&) {
         return std::vector<Array>{unary(ctx, op, in[0])};
       };
     const std::pair<const char*, BinaryOp> binary_ops[] = {
         {"add", BinaryOp::add}, {"sub", BinaryOp::sub},         {"mul", BinaryOp::mul},        {"div", BinaryOp::div},
         {"pow", BinaryOp::pow}, {"maximum", BinaryOp::maximum}, {"minimum", BinaryOp::minimum}};
-    for (auto [name, op] : binary_ops)
-      t[name] = [op](ExecContext& ctx, const std::vector<Array>& in, const Json& p) {
+    for (const auto& [name, op_value] : binary_ops)
+      t[name] = [op = op_value](ExecContext& ctx, const std::vector<Array>& in, const Json& p) {
         if (p.contains("scalar")) return std::vector<Array>{binary(ctx, op, in[0], p["scalar"].get<double>())};
         return std::vector<Array>{binary(ctx, op, in[0], in[1])};
       };
@@ -104,8 +104,8 @@ const std::map<std::string, Runner>& runners() {
                                                            {"min", ReduceOp::min},
                                                            {"var", ReduceOp::variance},
                                                            {"logsumexp", ReduceOp::logsumexp}};
-    for (auto [name, op] : reduce_ops)
-      t[name] = [op](ExecContext& ctx, const std::vector<Array>& in, const Json& p) {
+    for (const auto& [name, op_value] : reduce_ops)
+      t[name] = [op = op_value](ExecContext& ctx, const std::vector<Array>& in, const Json& p) {
         return std::vector<Array>{reduce(ctx, op, in[0], p["dim"], p["keepdim"], p.value("correction", 0))};
       };
     t["argmax"] = [](ExecContext& ctx, const std::vector<Array>& in, const Json& p) {

@@ -35,33 +35,55 @@ struct OracleRow {
   GgmlDecode decode;  // null: ggml has no decoder for this format (Q8_1 is activation-only)
 };
 
+// ggml's row functions, called through the table's untyped signatures by thunks (calling them
+// through a cast pointer would be undefined: clang's -fsanitize=function). The names are
+// qualified with :: because this file sits in tempra::quant, whose own dequantize_row_q4_0 and
+// friends would otherwise hide ggml's and the test would compare tempra with itself.
+template <class F>
+struct BlockOf;
 template <class Block>
-GgmlEncode encoder(void (*f)(const float*, Block*, int64_t)) {
-  return reinterpret_cast<GgmlEncode>(f);
+struct BlockOf<void (*)(const Block*, float*, int64_t)> {
+  using type = Block;
+};
+template <class Block>
+struct BlockOf<void (*)(const float*, Block*, int64_t)> {
+  using type = Block;
+};
+template <auto F>
+void encode_thunk(const float* in, void* blocks, int64_t k) {
+  F(in, static_cast<typename BlockOf<decltype(F)>::type*>(blocks), k);
 }
-template <class Block>
-GgmlDecode decoder(void (*f)(const Block*, float*, int64_t)) {
-  return reinterpret_cast<GgmlDecode>(f);
+template <auto F>
+void decode_thunk(const void* blocks, float* out, int64_t k) {
+  F(static_cast<const typename BlockOf<decltype(F)>::type*>(blocks), out, k);
+}
+template <auto F>
+GgmlEncode encoder() {
+  return &encode_thunk<F>;
+}
+template <auto F>
+GgmlDecode decoder() {
+  return &decode_thunk<F>;
 }
 
 const std::vector<OracleRow>& oracle() {
   static const std::vector<OracleRow> rows{
-      {"q4_0", encoder(quantize_row_q4_0_ref), decoder(dequantize_row_q4_0)},
-      {"q4_1", encoder(quantize_row_q4_1_ref), decoder(dequantize_row_q4_1)},
-      {"q5_0", encoder(quantize_row_q5_0_ref), decoder(dequantize_row_q5_0)},
-      {"q5_1", encoder(quantize_row_q5_1_ref), decoder(dequantize_row_q5_1)},
-      {"q8_0", encoder(quantize_row_q8_0_ref), decoder(dequantize_row_q8_0)},
-      {"q8_1", encoder(quantize_row_q8_1_ref), nullptr},
-      {"q2_k", encoder(quantize_row_q2_K_ref), decoder(dequantize_row_q2_K)},
-      {"q3_k", encoder(quantize_row_q3_K_ref), decoder(dequantize_row_q3_K)},
-      {"q4_k", encoder(quantize_row_q4_K_ref), decoder(dequantize_row_q4_K)},
-      {"q5_k", encoder(quantize_row_q5_K_ref), decoder(dequantize_row_q5_K)},
-      {"q6_k", encoder(quantize_row_q6_K_ref), decoder(dequantize_row_q6_K)},
-      {"q8_k", encoder(quantize_row_q8_K_ref), decoder(dequantize_row_q8_K)},
-      {"iq4_nl", encoder(quantize_row_iq4_nl_ref), decoder(dequantize_row_iq4_nl)},
-      {"iq4_xs", encoder(quantize_row_iq4_xs_ref), decoder(dequantize_row_iq4_xs)},
-      {"tq1_0", encoder(quantize_row_tq1_0_ref), decoder(dequantize_row_tq1_0)},
-      {"tq2_0", encoder(quantize_row_tq2_0_ref), decoder(dequantize_row_tq2_0)},
+      {"q4_0", encoder<::quantize_row_q4_0_ref>(), decoder<::dequantize_row_q4_0>()},
+      {"q4_1", encoder<::quantize_row_q4_1_ref>(), decoder<::dequantize_row_q4_1>()},
+      {"q5_0", encoder<::quantize_row_q5_0_ref>(), decoder<::dequantize_row_q5_0>()},
+      {"q5_1", encoder<::quantize_row_q5_1_ref>(), decoder<::dequantize_row_q5_1>()},
+      {"q8_0", encoder<::quantize_row_q8_0_ref>(), decoder<::dequantize_row_q8_0>()},
+      {"q8_1", encoder<::quantize_row_q8_1_ref>(), nullptr},
+      {"q2_k", encoder<::quantize_row_q2_K_ref>(), decoder<::dequantize_row_q2_K>()},
+      {"q3_k", encoder<::quantize_row_q3_K_ref>(), decoder<::dequantize_row_q3_K>()},
+      {"q4_k", encoder<::quantize_row_q4_K_ref>(), decoder<::dequantize_row_q4_K>()},
+      {"q5_k", encoder<::quantize_row_q5_K_ref>(), decoder<::dequantize_row_q5_K>()},
+      {"q6_k", encoder<::quantize_row_q6_K_ref>(), decoder<::dequantize_row_q6_K>()},
+      {"q8_k", encoder<::quantize_row_q8_K_ref>(), decoder<::dequantize_row_q8_K>()},
+      {"iq4_nl", encoder<::quantize_row_iq4_nl_ref>(), decoder<::dequantize_row_iq4_nl>()},
+      {"iq4_xs", encoder<::quantize_row_iq4_xs_ref>(), decoder<::dequantize_row_iq4_xs>()},
+      {"tq1_0", encoder<::quantize_row_tq1_0_ref>(), decoder<::dequantize_row_tq1_0>()},
+      {"tq2_0", encoder<::quantize_row_tq2_0_ref>(), decoder<::dequantize_row_tq2_0>()},
   };
   return rows;
 }
