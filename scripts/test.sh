@@ -4,8 +4,8 @@
 # clang debug build under AddressSanitizer + UndefinedBehaviorSanitizer (the `asan` preset, which
 # also builds the libFuzzer targets; its test preset leaves out the `heavy` label); then runs the
 # native backend's parity suite on the SIMD arms this host does not pick itself (AVX2, and NEON
-# under qemu: scripts/test-native-arms.sh), and fuzzes the readers, the server and the grammar
-# compilers for a minute in the asan tree (scripts/fuzz.sh).
+# under qemu: scripts/test-native-arms.sh), and fuzzes the GGUF, safetensors and NAM readers,
+# the server and the grammar compilers for a minute in the asan tree (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
