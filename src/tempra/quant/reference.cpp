@@ -52,8 +52,8 @@ float inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 // emit cvttss2si, which truncates toward zero and gives INT32_MIN for anything outside int32
 // (NaN included), and the narrowing keeps the low byte. The cast is spelled out here so the
 // bytes match ggml's x86 build with no undefined behaviour (UBSan's float-cast-overflow).
-int32_t truncate_as_x86(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v) : INT32_MIN;
+int8_t narrow_as_x86(float v) {
+  return static_cast<int8_t>(v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v) : INT32_MIN);
 }
 
 // Fifth bits of the 32 quants, bit j for element j.
@@ -80,7 +80,7 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k) {
     const float d = signed_absmax(x) / -8;  // the extreme maps to code 0, its sign flipped
     const float id = inverse(d);
     uint8_t q[kBlock32];
-    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(truncate_as_x86(x[j] * id + 8.5f))));
+    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(std::min<int8_t>(15, narrow_as_x86(x[j] * id + 8.5f)));
     y[b].d = to_f16(d);
     pack_nibbles(q, y[b].qs);
   }
@@ -94,7 +94,7 @@ void quantize_row_q4_1(const float* x, BlockQ4_1* y, int64_t k) {
     const float id = inverse(d);
     uint8_t q[kBlock32];
     for (int j = 0; j < kBlock32; ++j)
-      q[j] = static_cast<uint8_t>(std::min<int8_t>(15, static_cast<int8_t>(truncate_as_x86((x[j] - min) * id + 0.5f))));
+      q[j] = static_cast<uint8_t>(std::min<int8_t>(15, narrow_as_x86((x[j] - min) * id + 0.5f)));
     y[b].d = to_f16(d);
     y[b].m = to_f16(min);
     pack_nibbles(q, y[b].qs);
@@ -106,7 +106,7 @@ void quantize_row_q5_0(const float* x, BlockQ5_0* y, int64_t k) {
     const float d = signed_absmax(x) / -16;
     const float id = inverse(d);
     uint8_t q[kBlock32];
-    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(std::min<int8_t>(31, static_cast<int8_t>(truncate_as_x86(x[j] * id + 16.5f))));
+    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(std::min<int8_t>(31, narrow_as_x86(x[j] * id + 16.5f)));
     y[b].d = to_f16(d);
     const uint32_t qh = high_bits(q);
     std::memcpy(y[b].qh, &qh, sizeof qh);
@@ -121,7 +121,7 @@ void quantize_row_q5_1(const float* x, BlockQ5_1* y, int64_t k) {
     const float d = (max - min) / 31;
     const float id = inverse(d);
     uint8_t q[kBlock32];
-    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(truncate_as_x86((x[j] - min) * id + 0.5f));
+    for (int j = 0; j < kBlock32; ++j) q[j] = static_cast<uint8_t>(narrow_as_x86((x[j] - min) * id + 0.5f));
     y[b].d = to_f16(d);
     y[b].m = to_f16(min);
     const uint32_t qh = high_bits(q);
@@ -135,7 +135,7 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k) {
     const float d = absmax(x) / 127;
     const float id = inverse(d);
     y[b].d = to_f16(d);
-    for (int j = 0; j < kBlock32; ++j) y[b].qs[j] = static_cast<int8_t>(truncate_as_x86(std::round(x[j] * id)));
+    for (int j = 0; j < kBlock32; ++j) y[b].qs[j] = narrow_as_x86(std::round(x[j] * id));
   }
 }
 
@@ -145,7 +145,7 @@ void quantize_row_q8_1(const float* x, BlockQ8_1* y, int64_t k) {
     const float id = inverse(d);
     int sum = 0;
     for (int j = 0; j < kBlock32; ++j) {
-      y[b].qs[j] = static_cast<int8_t>(truncate_as_x86(std::round(x[j] * id)));
+      y[b].qs[j] = narrow_as_x86(std::round(x[j] * id));
       sum += y[b].qs[j];
     }
     y[b].d = to_f16(d);
