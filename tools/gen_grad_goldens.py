@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """PyTorch gradient goldens for tempra's autograd (tests/ag/torch_golden_test.cpp).
 
-Two models, computed in float64 by torch.autograd, each saved with its seeded inputs and
+Three models, computed in float64 by torch.autograd, each saved with its seeded inputs and
 parameters, its loss and the gradient of the loss with respect to every parameter:
 
     grad_mlp     2-layer MLP: linear -> tanh -> linear, mean squared error
     grad_block   pre-norm transformer block: rms_norm, q/k/v projections, rope (NeoX layout),
                  causal grouped-query attention, output projection, residual; rms_norm,
                  SwiGLU MLP, residual; mean squared error against a target
+    grad_qwen3_lora  a 2-layer Qwen3 (q/k head norms) with frozen weights and LoRA adapters on
+                 all seven projections; next-token cross entropy (tests/train/lora_golden_test.cpp)
 
 Run (Debian's python3 with python3-torch 1.13, which has neither
 F.scaled_dot_product_attention nor F.rms_norm, so both are written out in plain torch):
@@ -149,6 +151,75 @@ def block_case():
         "head_dim": head_dim, "ffn": ffn, "eps": eps, "freq_base": freq_base, "causal": True}
 
 
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def qwen3_lora_case():
+    """A 2-layer Qwen3 (llama.cpp's src/models/qwen3.cpp graph: per-head q/k RMS norms before NeoX
+    rope) with frozen base weights (data) and LoRA adapters on all seven projections (the
+    parameters): y = x W^T + (alpha / rank) (x A^T) B^T. B is drawn nonzero so every gradient is.
+    Loss: the mean cross entropy of the logits against next-token targets, -100 ignored."""
+    name = "qwen3_lora"
+    seeded(name)
+    n_layer, batch, seq, dim, q_heads, kv_heads, head_dim, ffn, vocab = 2, 2, 5, 16, 4, 2, 8, 24, 24
+    rank, alpha, eps, freq_base = 2, 4.0, 1e-6, 1e6
+    q_dim, kv_dim = q_heads * head_dim, kv_heads * head_dim
+    shapes = {"q": (q_dim, dim), "k": (kv_dim, dim), "v": (kv_dim, dim), "o": (dim, q_dim),
+              "gate": (ffn, dim), "up": (ffn, dim), "down": (dim, ffn)}
+    tokens = torch.randint(0, vocab, (batch, seq), dtype=torch.int32)
+    targets = torch.randint(0, vocab, (batch, seq), dtype=torch.int32)
+    targets[0, 0] = -100
+    targets[1, 2] = -100
+    data = {"tokens": tokens, "targets": targets,
+            "token_embd": randn(vocab, dim, scale=0.5), "output_norm": 1.0 + randn(dim, scale=0.1),
+            "output": randn(vocab, dim, scale=dim ** -0.5)}
+    params = {}
+    for il in range(n_layer):
+        p = f"blk{il}."
+        data[p + "attn_norm"] = 1.0 + randn(dim, scale=0.1)
+        data[p + "attn_q_norm"] = 1.0 + randn(head_dim, scale=0.1)
+        data[p + "attn_k_norm"] = 1.0 + randn(head_dim, scale=0.1)
+        data[p + "ffn_norm"] = 1.0 + randn(dim, scale=0.1)
+        for t, (n_out, n_in) in shapes.items():
+            data[p + t] = randn(n_out, n_in, scale=n_in ** -0.5)
+        for t, (n_out, n_in) in shapes.items():
+            params[p + t + ".lora_a"] = randn(rank, n_in, scale=n_in ** -0.5)
+            params[p + t + ".lora_b"] = randn(n_out, rank, scale=0.2)
+    for v in params.values():
+        v.requires_grad_(True)
+
+    def loss_fn(d, prm):
+        F = torch.nn.functional
+        positions = torch.arange(seq, dtype=torch.int32)
+        scale = alpha / rank
+
+        def proj(x, il, t):
+            p = f"blk{il}.{t}"
+            return F.linear(x, d[p]) + scale * F.linear(F.linear(x, prm[p + ".lora_a"]), prm[p + ".lora_b"])
+
+        x = d["token_embd"][d["tokens"].long()]
+        for il in range(n_layer):
+            p = f"blk{il}."
+            h = rms_norm(x, d[p + "attn_norm"], eps)
+            q = rms_norm(proj(h, il, "q").reshape(batch, seq, q_heads, head_dim), d[p + "attn_q_norm"], eps)
+            k = rms_norm(proj(h, il, "k").reshape(batch, seq, kv_heads, head_dim), d[p + "attn_k_norm"], eps)
+            v = proj(h, il, "v").reshape(batch, seq, kv_heads, head_dim)
+            q = rope_neox(q, positions, head_dim, freq_base)
+            k = rope_neox(k, positions, head_dim, freq_base)
+            o = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
+            x = x + proj(o.transpose(1, 2).reshape(batch, seq, q_dim), il, "o")
+            h2 = rms_norm(x, d[p + "ffn_norm"], eps)
+            x = x + proj(F.silu(proj(h2, il, "gate")) * proj(h2, il, "up"), il, "down")
+        logits = F.linear(rms_norm(x, d["output_norm"], eps), d["output"])
+        return F.cross_entropy(logits.reshape(-1, vocab), d["targets"].long().reshape(-1), ignore_index=-100)
+
+    loss = loss_fn(data, params)
+    return name, data, params, loss, {
+        "n_layer": n_layer, "batch": batch, "seq": seq, "dim": dim, "q_heads": q_heads, "kv_heads": kv_heads,
+        "head_dim": head_dim, "ffn": ffn, "vocab": vocab, "rank": rank, "alpha": alpha, "eps": eps,
+        "freq_base": freq_base}
+
+
 # ---------------------------------------------------------------------------
 # files
 # ---------------------------------------------------------------------------
@@ -180,7 +251,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="recompute and compare with the files; write nothing")
     args = ap.parse_args()
     ok = True
-    for case_fn in (mlp_case, block_case):
+    for case_fn in (mlp_case, block_case, qwen3_lora_case):
         fname, tensors, meta = build(case_fn)
         path = os.path.join(args.out, f"{fname}.safetensors")
         if args.check:

@@ -34,6 +34,8 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
                        "llm/tokenizer", "llm/model", "llm/decode", "llm/runtime"}},
       {"serve", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template", "llm/tokenizer",
                  "llm/model", "llm/decode", "llm/runtime", "serve"}},
+      {"train", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template", "llm/tokenizer",
+                 "llm/model", "llm/decode", "llm/runtime", "train"}},
       {"audio", {"core", "quant", "backend", "ops", "io", "audio"}},
   };
   return table;

@@ -219,6 +219,11 @@ class DecoderModel : public Model {
   std::unique_ptr<ForwardBuffers> make_buffers(ExecContext& ctx, int64_t tokens, int64_t logit_rows,
                                                int64_t kv_capacity) const override;
   const ExpertCache* expert_cache() const override { return expert_cache_.get(); }
+  // The weights every decoder shares, as loaded (mapped views of the file): what a training
+  // forward reads (tempra/train). output_head() is token_embd() when the embeddings are tied.
+  const Array& token_embd() const { return token_embd_; }
+  const Array& output_norm() const { return output_norm_; }
+  const Array& output_head() const { return output_; }
 
  protected:
   // Reads `config` (DecoderConfig::read(in, latent_attention) plus n_vocab) and token_embd,

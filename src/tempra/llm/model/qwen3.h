@@ -48,6 +48,8 @@ class Qwen3Model final : public DecoderModel {
   // The batch of model.h's contract, into `buffers` (made by make_buffers). Allocates nothing.
   void forward(ExecContext& ctx, std::span<const SequenceRows> batch, ForwardBuffers& buffers) const override;
   using Model::forward;
+  // The layers' weights as loaded (mapped views of the file), for the training forward.
+  const std::vector<Qwen3Layer>& layers() const { return layers_; }
 
  private:
   std::vector<Qwen3Layer> layers_;
