@@ -20,6 +20,7 @@
 #include "tempra/llm/decode/grammar.h"
 #include "tempra/llm/decode/json_schema.h"
 #include "tempra/llm/model/expert_cache.h"
+#include "tempra/train/adapter.h"
 
 namespace tempra::app {
 namespace {
@@ -69,6 +70,11 @@ std::vector<cli::Option> session_option_rows() {
        .help = "on|off|auto: accepted for llama.cpp compatibility and ignored",
        .metavar = "MODE"},
   };
+  rows.push_back({.spellings = {"--lora"},
+                  .kind = Kind::String,
+                  .help = "a LoRA adapter GGUF (llama.cpp's format, `tempra finetune`'s output) folded into the "
+                          "model's weights at load",
+                  .metavar = "FILE"});
   for (cli::Option& o : expert_stream_option_rows()) rows.push_back(std::move(o));
   return rows;
 }
@@ -185,6 +191,11 @@ LoadedModel load_model(const cli::Args& args) {
   const auto start = std::chrono::steady_clock::now();
   const llm::LoadOptions options = load_options(args, path);
   io::GgufModel gguf = io::GgufModel::open(path, options.tensor_mapping());
+  if (args.given("--lora")) {
+    ExecContext ctx;
+    const train::LoraAdapter adapter = train::read_lora_gguf(ctx, args.string("--lora"), gguf);
+    train::merge_lora(ctx, gguf, adapter);
+  }
   std::unique_ptr<llm::Model> model = llm::load_model(gguf, options);
   llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
   const llm::ModelInfo& c = model->info();

@@ -18,6 +18,7 @@
 #include "chat.h"
 #include "generate.h"
 #include "info.h"
+#include "merge.h"
 #include "quantize.h"
 #include "tokenize.h"
 #include "serve.h"
@@ -74,6 +75,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::serve_command(), tempra::app::run_serve},
       {tempra::app::bench_command(), tempra::app::run_bench},
       {tempra::app::amp_command(), tempra::app::run_amp},
+      {tempra::app::merge_command(), tempra::app::run_merge},
   };
   return table;
 }

@@ -129,6 +129,15 @@ class Llama {
   }
   llama_context* context() { return ctx_; }
 
+  // Applies the LoRA adapter GGUF at `path` (llama_adapter_lora_init) at llama.cpp's scale 1:
+  // alpha / rank as the file says. The adapter lives as long as the model.
+  void use_lora(const std::filesystem::path& path) {
+    llama_adapter_lora* adapter = llama_adapter_lora_init(model_, path.c_str());
+    if (adapter == nullptr) throw Error("llama.cpp cannot load the adapter " + path.string() + ": " + testing::last_llama_error());
+    float scale = 1.0f;
+    if (llama_set_adapters_lora(ctx_, &adapter, 1, &scale) != 0) throw Error("llama_set_adapters_lora failed");
+  }
+
   // With capture_routes: per MoE layer, the experts llama.cpp chose for each token of the last
   // decode (its ffn_moe_topk-<layer> tensor: [tokens][n_expert_used], in no promised order).
   struct Routes {

@@ -98,7 +98,16 @@ const GgufTensorInfo* GgufModel::find_tensor(std::string_view name) const {
 Array GgufModel::tensor(std::string_view name) const {
   auto it = index_.find(name);
   check(it != index_.end(), "gguf", shards_.front().name(), ": no tensor named '", name, "'");
+  if (auto r = replaced_.find(name); r != replaced_.end()) return r->second;
   return shards_[it->second.shard].tensor(it->second.index);
+}
+
+void GgufModel::replace_tensor(std::string_view name, Array values) {
+  const GgufTensorInfo* t = find_tensor(name);
+  check(t != nullptr, "gguf", shards_.front().name(), ": no tensor named '", name, "' to replace");
+  check(values.defined() && values.shape() == t->shape(), "gguf", shards_.front().name(), ": tensor '", name,
+        "' is ", t->shape(), "; its replacement is ", values.defined() ? values.shape() : Dims{});
+  replaced_.insert_or_assign(std::string(name), std::move(values));
 }
 
 GgufModel::TensorSource GgufModel::tensor_source(std::string_view name) const {

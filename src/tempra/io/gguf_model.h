@@ -50,10 +50,16 @@ class GgufModel {
   };
   TensorSource tensor_source(std::string_view name) const;
 
+  // Makes tensor(name) return `values` instead of the file's: a LoRA adapter merged into the
+  // weights at load (tempra/train/adapter.h). values must have the tensor's shape (any dtype);
+  // find_tensor() and tensor_source() still describe the bytes in the file.
+  void replace_tensor(std::string_view name, Array values);
+
  private:
   std::vector<GgufFile> shards_;
   std::vector<Location> order_;
   std::map<std::string, Location, std::less<>> index_;
+  std::map<std::string, Array, std::less<>> replaced_;
 };
 
 }  // namespace tempra::io

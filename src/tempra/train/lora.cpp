@@ -63,13 +63,31 @@ void LoraConfig::validate() const {
     for (size_t j = 0; j < i; ++j) check(targets[i] != targets[j], "lora", "target '", target_name(targets[i]), "' twice");
 }
 
-void LoraAdapter::add_pair(ExecContext& ctx, int64_t out, int64_t in, DType dtype) {
+LoraAdapter::LoraAdapter(const LoraConfig& config, int n_layer)
+    : config_(config), n_layer_(n_layer), slot_of_(size_t(std::max(n_layer, 0)) * kLoraTargetCount, -1) {}
+
+void LoraAdapter::set(int layer, LoraTarget t, LoraPair pair) {
+  check(layer >= 0 && layer < n_layer_, "lora", "layer ", layer, " is outside the adapter's ", n_layer_);
+  check(pair.a.defined() && pair.b.defined() && pair.a.rank() == 2 && pair.b.rank() == 2 &&
+            pair.a.dim(0) == config_.rank && pair.b.dim(1) == config_.rank,
+        "lora", "layer ", layer, " '", target_name(t), "': A ", pair.a.defined() ? pair.a.shape() : Dims{}, " and B ",
+        pair.b.defined() ? pair.b.shape() : Dims{}, " are not [rank, in] and [out, rank] of rank ", config_.rank);
+  int& s = slot_of_[size_t(layer) * kLoraTargetCount + size_t(t)];
+  if (s >= 0) {
+    pairs_[size_t(s)] = std::move(pair);
+    return;
+  }
+  s = int(pairs_.size());
+  pairs_.push_back(std::move(pair));
+}
+
+LoraPair LoraAdapter::fresh_pair(ExecContext& ctx, int64_t out, int64_t in, DType dtype) const {
   const double bound = 1.0 / std::sqrt(double(in));
   LoraPair p{cast(ctx, uniform(ctx, {config_.rank, in}, -bound, bound, adapter_stream(config_.seed, pairs_.size())), dtype),
              Array::zeros(ctx, {out, config_.rank}, dtype)};
   p.a.set_requires_grad();
   p.b.set_requires_grad();
-  pairs_.push_back(std::move(p));
+  return p;
 }
 
 int LoraAdapter::slot(int layer, LoraTarget t) const {
@@ -89,6 +107,7 @@ std::vector<optim::Param> LoraAdapter::parameters() const {
   std::vector<optim::Param> out;
   for (int layer = 0; layer < n_layer_; ++layer)
     for (LoraTarget t : config_.targets) {
+      if (!has(layer, t)) continue;
       const LoraPair& p = pair(layer, t);
       const std::string stem = "blk." + std::to_string(layer) + "." + std::string(target_tensor(t)) + ".weight.lora_";
       out.push_back({stem + "a", p.a});

@@ -62,6 +62,11 @@ class LoraAdapter {
   static LoraAdapter create(ExecContext& ctx, const LoraConfig& config, int n_layer, ShapeOf shape_of,
                             DType dtype = DType::f32);
 
+  // An adapter of n_layer layers with no pairs yet: a file's (adapter.h) fills it by set().
+  LoraAdapter(const LoraConfig& config, int n_layer);
+  LoraAdapter() = default;
+  void set(int layer, LoraTarget t, LoraPair pair);
+
   const LoraConfig& config() const { return config_; }
   int n_layer() const { return n_layer_; }
   bool has(int layer, LoraTarget t) const { return slot(layer, t) >= 0; }
@@ -78,7 +83,8 @@ class LoraAdapter {
 
  private:
   int slot(int layer, LoraTarget t) const;
-  void add_pair(ExecContext& ctx, int64_t out, int64_t in, DType dtype);
+  // PEFT's initial A (uniform in +-1/sqrt(in) from the pair's stream) and a zero B.
+  LoraPair fresh_pair(ExecContext& ctx, int64_t out, int64_t in, DType dtype) const;
 
   LoraConfig config_;
   int n_layer_ = 0;
@@ -90,15 +96,11 @@ template <class ShapeOf>
 LoraAdapter LoraAdapter::create(ExecContext& ctx, const LoraConfig& config, int n_layer, ShapeOf shape_of,
                                 DType dtype) {
   config.validate();
-  LoraAdapter adapter;
-  adapter.config_ = config;
-  adapter.n_layer_ = n_layer;
-  adapter.slot_of_.assign(size_t(n_layer) * kLoraTargetCount, -1);
+  LoraAdapter adapter(config, n_layer);
   for (int layer = 0; layer < n_layer; ++layer)
     for (LoraTarget t : config.targets) {
       const auto [out, in] = shape_of(t);
-      adapter.slot_of_[size_t(layer) * kLoraTargetCount + size_t(t)] = int(adapter.pairs_.size());
-      adapter.add_pair(ctx, out, in, dtype);
+      adapter.set(layer, t, adapter.fresh_pair(ctx, out, in, dtype));
     }
   return adapter;
 }
