@@ -15,6 +15,7 @@
 #include "args.h"
 #include "bench.h"
 #include "build_info.h"
+#include "finetune.h"
 #include "chat.h"
 #include "generate.h"
 #include "info.h"
@@ -75,6 +76,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::serve_command(), tempra::app::run_serve},
       {tempra::app::bench_command(), tempra::app::run_bench},
       {tempra::app::amp_command(), tempra::app::run_amp},
+      {tempra::app::finetune_command(), tempra::app::run_finetune},
       {tempra::app::merge_command(), tempra::app::run_merge},
   };
   return table;

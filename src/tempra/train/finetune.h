@@ -1,0 +1,87 @@
+// tempra/train/finetune.h: LoRA fine-tuning of a Qwen3, step by step (what `tempra finetune` runs).
+//
+// Contract:
+// - The adapters (lora.h) are the only parameters, updated by AdamW (weight decay 0) at a
+//   constant learning rate; the base weights stay as mapped. Each step takes `batch` training
+//   examples, pads them to the longest with ignored targets, and minimizes the mean cross entropy
+//   of the counted tokens (dataset.h) through qwen3_logits, checkpointing activations per block.
+// - Which examples a step takes is a pure function of (seed, step): each epoch is a permutation
+//   of the training examples drawn from the counter RNG keyed by (seed, epoch), and step s takes
+//   positions s * batch ... of that endless sequence. LoRA dropout is keyed by the step. So a
+//   run resumed from a checkpoint (save, then load into a fresh Finetuner over the same data and
+//   options) continues bit for bit as if it had never stopped.
+// - split_examples holds out round(fraction * n) examples for evaluation (at least one when the
+//   fraction is positive and there are two or more), chosen by a permutation of (seed).
+// - save writes the adapters, AdamW's state and the step (optim/checkpoint.h) atomically, with
+//   the LoRA configuration and seed as metadata; load refuses a checkpoint of another
+//   configuration, seed or shape by name, and changes nothing then.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "tempra/core/exec_context.h"
+#include "tempra/optim/adamw.h"
+#include "tempra/train/dataset.h"
+#include "tempra/train/lora.h"
+#include "tempra/train/qwen3_train.h"
+
+namespace tempra::train {
+
+struct FinetuneOptions {
+  LoraConfig lora;
+  double lr = 1e-4;
+  int64_t batch = 4;
+  uint64_t seed = 0;
+  bool checkpoint_activations = true;
+};
+
+struct Split {
+  std::vector<Example> train, eval;
+};
+Split split_examples(std::vector<Example> all, double eval_fraction, uint64_t seed);
+
+struct StepResult {
+  double loss = 0;
+  int64_t tokens = 0;   // real (unpadded) tokens the step ran through the model
+  int64_t counted = 0;  // tokens whose prediction the loss counted
+};
+
+class Finetuner {
+ public:
+  // `weights` must outlive the Finetuner. train must not be empty.
+  Finetuner(ExecContext& ctx, const Qwen3Weights& weights, std::vector<Example> train, std::vector<Example> eval,
+            const FinetuneOptions& options);
+
+  int64_t steps_done() const { return optimizer_->step_count(); }
+  const LoraAdapter& adapter() const { return lora_; }
+  bool has_eval() const { return !eval_.empty(); }
+
+  StepResult train_step();
+  // The mean cross entropy over every counted token of the eval examples (no dropout).
+  double eval_loss();
+
+  void save(const std::filesystem::path& path) const;
+  void load(const std::filesystem::path& path);
+
+ private:
+  // tokens [B, T] and next-token targets [B, T] (-100: not counted, or padding) of `examples`.
+  struct Batch {
+    Array tokens, targets;
+    int64_t tokens_real = 0, counted = 0;
+  };
+  Batch make_batch(const std::vector<const Example*>& examples) const;
+  std::vector<const Example*> batch_for(int64_t step) const;
+  std::map<std::string, std::string> identity() const;
+
+  ExecContext& ctx_;
+  const Qwen3Weights& weights_;
+  std::vector<Example> train_, eval_;
+  FinetuneOptions options_;
+  LoraAdapter lora_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+};
+
+}  // namespace tempra::train
