@@ -23,6 +23,22 @@ constexpr int kExitInterrupted = 130;
 std::atomic<bool> g_stop{false};
 extern "C" void request_stop(int) { g_stop.store(true); }
 
+// SIGINT and SIGTERM ask the loop to stop while in scope; the default handlers come back after,
+// however the scope is left.
+struct StopOnSignal {
+  StopOnSignal() {
+    g_stop = false;
+    std::signal(SIGINT, request_stop);
+    std::signal(SIGTERM, request_stop);
+  }
+  ~StopOnSignal() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+};
+
 std::string duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = int64_t(seconds + 0.5);
@@ -105,7 +121,7 @@ int run_finetune(const cli::Args& args) {
   const std::string output = args.string("--output");
   const std::string checkpoint = args.given("--checkpoint") ? args.string("--checkpoint") : output + ".ckpt";
   const int64_t threads = args.integer("--threads");
-  if (threads < 0) throw cli::UsageError("-t/--threads must be >= 0");
+  if (threads < 0 || threads > 4096) throw cli::UsageError("-t/--threads must be in [0, 4096]");
 
   ExecContext ctx(ExecOptions{.threads = int(threads)});
   const std::string path = args.string("--model");
@@ -114,9 +130,11 @@ int run_finetune(const cli::Args& args) {
   const llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
   const io::GgufValue* tmpl = gguf.metadata().find("tokenizer.chat_template");
   const std::string chat_template = tmpl && tmpl->is<std::string>() ? std::get<std::string>(tmpl->value) : "";
+  std::string warning;
   train::Split data = train::split_examples(
-      train::read_examples(args.string("--data"), tokenizer, chat_template, ctx_tokens), args.number("--eval-split"),
-      options.seed);
+      train::read_examples(args.string("--data"), tokenizer, chat_template, ctx_tokens, &warning),
+      args.number("--eval-split"), options.seed);
+  if (!warning.empty()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
   const train::Qwen3Weights weights = train::Qwen3Weights::of(model);
   std::fprintf(stderr, "finetune: %s, %zu training and %zu eval examples, LoRA r %lld alpha %g on %s, %lld steps\n",
                path.c_str(), data.train.size(), data.eval.size(), (long long)options.lora.rank, options.lora.alpha,
@@ -128,32 +146,31 @@ int run_finetune(const cli::Args& args) {
                  (long long)tuner.steps_done());
   }
 
-  g_stop = false;
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
   const auto start = std::chrono::steady_clock::now();
   const int64_t first = tuner.steps_done();
   int64_t tokens = 0;
   double eval = NAN;
   bool interrupted = false;
-  while (tuner.steps_done() < steps) {
-    const train::StepResult r = tuner.train_step();
-    tokens += r.tokens;
-    const int64_t done = tuner.steps_done();
-    if (tuner.has_eval() && ((eval_every > 0 && done % eval_every == 0) || done == steps)) eval = tuner.eval_loss();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double per_step = seconds / double(done - first);
-    std::fprintf(stderr, "step %lld/%lld  loss %.4f  eval %s  %.0f tok/s  ETA %s\n", (long long)done, (long long)steps,
-                 r.loss, std::isnan(eval) ? "-" : std::to_string(eval).substr(0, 6).c_str(), double(tokens) / seconds,
-                 duration(per_step * double(steps - done)).c_str());
-    if (checkpoint_every > 0 && done % checkpoint_every == 0 && done < steps) tuner.save(checkpoint);
-    if (g_stop) {
-      interrupted = true;
-      break;
+  {
+    const StopOnSignal stop_on_signal;
+    while (tuner.steps_done() < steps) {
+      const train::StepResult r = tuner.train_step();
+      tokens += r.tokens;
+      const int64_t done = tuner.steps_done();
+      if (tuner.has_eval() && ((eval_every > 0 && done % eval_every == 0) || done == steps)) eval = tuner.eval_loss();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double per_step = seconds / double(done - first);
+      std::fprintf(stderr, "step %lld/%lld  loss %.4f  eval %s  %.0f tok/s  ETA %s\n", (long long)done, (long long)steps,
+                   r.loss, std::isnan(eval) ? "-" : std::to_string(eval).substr(0, 6).c_str(), double(tokens) / seconds,
+                   duration(per_step * double(steps - done)).c_str());
+      if (checkpoint_every > 0 && done % checkpoint_every == 0 && done < steps) tuner.save(checkpoint);
+      if (g_stop) {
+        interrupted = true;
+        break;
+      }
     }
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  if (!interrupted && tuner.has_eval() && std::isnan(eval)) eval = tuner.eval_loss();  // resumed at the end
   tuner.save(checkpoint);
   if (interrupted) {
     std::fprintf(stderr, "interrupted at step %lld: checkpoint %s (continue with --resume)\n",

@@ -73,7 +73,7 @@ std::vector<cli::Option> session_option_rows() {
   rows.push_back({.spellings = {"--lora"},
                   .kind = Kind::String,
                   .help = "a LoRA adapter GGUF (llama.cpp's format, `tempra finetune`'s output) folded into the "
-                          "model's weights at load",
+                          "model's weights at load (each adapted weight becomes f32)",
                   .metavar = "FILE"});
   for (cli::Option& o : expert_stream_option_rows()) rows.push_back(std::move(o));
   return rows;

@@ -1,6 +1,8 @@
 // apps/tempra/merge.cpp: see merge.h.
 #include "merge.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -64,7 +66,7 @@ MergeSummary merge_model(const std::filesystem::path& base, const std::filesyste
     writer.write(output);
     return summary;
   }
-  const RemoveOnExit intermediate{output.string() + ".merged-f32.tmp"};
+  const RemoveOnExit intermediate{output.string() + ".merged-f32.tmp-" + std::to_string(::getpid())};
   writer.write(intermediate.path);
   quantize_model(intermediate.path, output, *type);
   return summary;

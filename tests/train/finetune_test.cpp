@@ -4,6 +4,7 @@
 #include "tempra/train/finetune.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -64,11 +65,28 @@ TEST(Dataset, a_chat_counts_only_the_assistants_tokens_through_its_end_of_turn) 
   ASSERT_EQ(ex.size(), 2u);
   EXPECT_EQ(ex[0].line, 1);
   EXPECT_EQ(ex[1].line, 3);
-  EXPECT_EQ(counted_text(ex[0]), "Paris.<|im_end|>\n");
-  EXPECT_EQ(counted_text(ex[1]), "Four.<|im_end|>\n");
+  EXPECT_EQ(counted_text(ex[0]), "Paris.<|im_end|>");
+  EXPECT_EQ(counted_text(ex[1]), "Four.<|im_end|>");
   EXPECT_EQ(tokenizer().decode(ex[0].tokens),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nCapital of France?<|im_end|>\n"
             "<|im_start|>assistant\nParis.<|im_end|>\n");
+}
+
+// Qwen3's own template (tests/goldens/chat_templates.json, jinja2's rendering checked by
+// tests/llm/chat_template_test.cpp): every assistant turn of a multi-turn chat is counted, the
+// last with the empty think block the template gives it.
+TEST(Dataset, every_assistant_turn_counts_under_qwen3s_template) {
+  std::ifstream in(std::string(TEMPRA_GOLDEN_DIR) + "/chat_templates.json");
+  const std::string qwen3 = nlohmann::json::parse(in).at("templates").at("qwen3").get<std::string>();
+  const fs::path data = write_data(
+      "turns.jsonl", R"({"messages": [{"role": "user", "content": "One?"}, {"role": "assistant", "content": "1."}, )"
+                     R"({"role": "user", "content": "Two?"}, {"role": "assistant", "content": "2."}]})" "\n");
+  const std::vector<Example> ex = read_examples(data, tokenizer(), qwen3, 512);
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_EQ(counted_text(ex[0]), "1.<|im_end|><think>\n\n</think>\n\n2.<|im_end|>");
+  EXPECT_EQ(tokenizer().decode(ex[0].tokens),
+            "<|im_start|>user\nOne?<|im_end|>\n<|im_start|>assistant\n1.<|im_end|>\n<|im_start|>user\nTwo?<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n2.<|im_end|>\n");
 }
 
 TEST(Dataset, text_lines_and_plain_text_count_every_token) {
@@ -109,6 +127,9 @@ TEST(Dataset, every_bad_line_is_named) {
                     "bad.jsonl:2: the example is", 40);
   expect_data_error("{\"text\": \"\xff\xfe\"}\n", "bad.jsonl:1: malformed JSON");
   expect_data_error("\n\n", "no examples");
+  const std::string message =
+      testing::error_message([&] { read_examples(write_data("data.JSON", good), tokenizer(), "", 512); });
+  EXPECT_NE(message.find("data.JSON: a .json file"), std::string::npos) << message;
 }
 
 TEST(Finetune, the_eval_split_is_a_seeded_partition) {

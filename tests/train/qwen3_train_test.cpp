@@ -218,6 +218,7 @@ TEST(TrainForward, bad_input_is_refused_by_name) {
             std::string::npos);
   EXPECT_NE(message([&] { parse_targets("q,x"); }).find("unknown target 'x'"), std::string::npos);
   EXPECT_NE(message([&] { parse_targets("q,q"); }).find("named twice"), std::string::npos);
+  EXPECT_NE(message([&] { parse_targets("q,"); }).find("empty target"), std::string::npos);
   EXPECT_NE(message([&] { make_lora(ctx, t.weights, {.rank = 0}); }).find("rank 0"), std::string::npos);
   EXPECT_NE(message([&] { make_lora(ctx, t.weights, {.dropout = 1.0}); }).find("dropout 1"), std::string::npos);
 }

@@ -52,7 +52,8 @@ class GgufModel {
 
   // Makes tensor(name) return `values` instead of the file's: a LoRA adapter merged into the
   // weights at load (tempra/train/adapter.h). values must have the tensor's shape (any dtype);
-  // find_tensor() and tensor_source() still describe the bytes in the file.
+  // find_tensor() and tensor_source() still describe the bytes in the file, so what reads through
+  // them (streamed experts: ModelLoader::stacked_experts) does not see the replacement.
   void replace_tensor(std::string_view name, Array values);
 
  private:

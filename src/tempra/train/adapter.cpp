@@ -15,16 +15,13 @@
 namespace tempra::train {
 namespace {
 
-constexpr LoraTarget kTargets[] = {LoraTarget::q, LoraTarget::k,    LoraTarget::v,   LoraTarget::o,
-                                   LoraTarget::gate, LoraTarget::up, LoraTarget::down};
-
 // "blk.N.<stem>.weight.lora_a" -> (N, target, is_b); nullopt for any other name.
 struct PairName {
   int layer;
   LoraTarget target;
   bool is_b;
 };
-std::optional<PairName> parse_pair_name(std::string_view name, int n_layer) {
+std::optional<PairName> parse_pair_name(std::string_view name) {
   bool is_b = false;
   if (name.ends_with(".weight.lora_a")) {
     name.remove_suffix(std::string_view(".weight.lora_a").size());
@@ -43,9 +40,8 @@ std::optional<PairName> parse_pair_name(std::string_view name, int n_layer) {
     if (ch < '0' || ch > '9') return std::nullopt;
     layer = layer * 10 + (ch - '0');
   }
-  if (layer >= n_layer) return std::nullopt;
   const std::string_view stem = name.substr(dot + 1);
-  for (LoraTarget t : kTargets)
+  for (LoraTarget t : kAllLoraTargets)
     if (target_tensor(t) == stem) return PairName{layer, t, is_b};
   return std::nullopt;
 }
@@ -93,7 +89,8 @@ LoraAdapter read_lora_gguf(ExecContext& ctx, const std::filesystem::path& path, 
   }
   const io::GgufValue* block_count = base.metadata().find(arch + ".block_count");
   const std::optional<int64_t> layers = block_count ? io::integer_value(*block_count) : std::nullopt;
-  if (!layers || *layers < 1 || *layers > 4096) fail("lora", "the model has no valid ", arch, ".block_count");
+  if (!layers || *layers < 1 || *layers > 4096)
+    bad("the model it adapts has no valid ", arch, ".block_count");
   const int n_layer = int(*layers);
 
   // Every tensor must be half of a pair over a weight the base has, of that weight's shape.
@@ -101,7 +98,7 @@ LoraAdapter read_lora_gguf(ExecContext& ctx, const std::filesystem::path& path, 
   int64_t rank = 0;
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const io::GgufTensorInfo& t = f.tensors()[i];
-    const std::optional<PairName> name = parse_pair_name(t.name, n_layer);
+    const std::optional<PairName> name = parse_pair_name(t.name);
     if (!name) bad("tensor '", t.name, "' is not the lora_a or lora_b of a layer's q, k, v, o, gate, up or down weight");
     if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16)
       bad("tensor '", t.name, "' is ", t.dtype.name(), " (f32, f16 or bf16 expected)");
@@ -128,7 +125,11 @@ LoraAdapter read_lora_gguf(ExecContext& ctx, const std::filesystem::path& path, 
   std::sort(targets.begin(), targets.end());
   // llama.cpp: alpha 0 means a scale of 1.
   LoraConfig config{.rank = rank, .alpha = alpha == 0 ? double(rank) : alpha, .targets = targets};
-  config.validate();
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    bad(e.what());
+  }
   LoraAdapter adapter(config, n_layer);
   for (auto& [key, p] : pairs) {
     p.a.set_requires_grad();

@@ -3,11 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
 #include "tempra/core/error.h"
-#include "tempra/llm/template/chat_template.h"
+#include "tempra/llm/runtime/chat_prompt.h"
 
 namespace tempra::train {
 namespace {
@@ -49,42 +50,62 @@ void append(Example& ex, const llm::Tokenizer& tokenizer, std::string_view text,
 }
 
 Example chat_example(const std::vector<llm::ChatMessage>& messages, const llm::Tokenizer& tokenizer,
-                     const std::string& chat_template, const Source& at) {
-  llm::ChatTemplateOptions options;
-  if (tokenizer.bos() >= 0) options.bos_token = tokenizer.text(tokenizer.bos());
-  if (tokenizer.eos() >= 0) options.eos_token = tokenizer.text(tokenizer.eos());
+                     const std::string& chat_template, const Source& at, std::string* warning) {
   const auto render = [&](size_t n, bool generation_prompt) {
-    options.add_generation_prompt = generation_prompt;
-    return llm::render_chat_or_chatml(chat_template, {messages.begin(), messages.begin() + ptrdiff_t(n)}, options)
-        .prompt;
+    llm::RenderedChat r = llm::render_chat_text(chat_template, tokenizer, {messages.begin(), messages.begin() + ptrdiff_t(n)},
+                                                {.add_generation_prompt = generation_prompt});
+    if (warning && warning->empty()) *warning = r.warning;
+    return r.prompt;
   };
   const std::string whole = render(messages.size(), false);
+  const std::string eos = tokenizer.eos() >= 0 ? tokenizer.text(tokenizer.eos()) : std::string();
   Example ex{.line = at.line};
   size_t done = 0;  // characters of `whole` tokenized so far
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].role != "assistant") continue;
-    const std::string before = render(i, true), through = render(i + 1, false);
-    if (!whole.starts_with(before) || !whole.starts_with(through) || before.size() < done || through.size() < before.size())
-      at.fail("the chat template renders message ", i, " differently inside the whole conversation; its tokens "
-              "cannot be marked");
+    // The answer starts where the prompt for it (rendered with the generation prompt) ends, and
+    // runs through the end of turn the model must learn to emit: the vocab's EOS text, or else
+    // the end of the conversation rendered through this message.
+    const std::string before = render(i, true);
+    if (!whole.starts_with(before) || before.size() < done)
+      at.fail("the chat template renders the prompt before message ", i,
+              " differently inside the whole conversation; its tokens cannot be marked");
+    size_t end = eos.empty() ? std::string::npos : whole.find(eos, before.size());
+    if (end != std::string::npos) {
+      end += eos.size();
+    } else {
+      const std::string through = render(i + 1, false);
+      if (!whole.starts_with(through) || through.size() < before.size())
+        at.fail("the chat template renders message ", i, " differently inside the whole conversation; its tokens "
+                "cannot be marked");
+      end = through.size();
+    }
     append(ex, tokenizer, std::string_view(whole).substr(done, before.size() - done), false);
-    append(ex, tokenizer, std::string_view(whole).substr(before.size(), through.size() - before.size()), true);
-    done = through.size();
+    append(ex, tokenizer, std::string_view(whole).substr(before.size(), end - before.size()), true);
+    done = end;
   }
   if (done == 0) at.fail("the conversation has no assistant message to learn");
   if (done < whole.size()) append(ex, tokenizer, std::string_view(whole).substr(done), false);
   return ex;
 }
 
+bool has_extension(const std::filesystem::path& path, std::string_view ext) {
+  std::string e = path.extension().string();
+  for (char& c : e) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return e == ext;
+}
+
 }  // namespace
 
 std::vector<Example> read_examples(const std::filesystem::path& path, const llm::Tokenizer& tokenizer,
-                                   const std::string& chat_template, int64_t max_tokens) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), "data", path.string(), ": cannot be read");
-  std::vector<Example> out;
+                                   const std::string& chat_template, int64_t max_tokens, std::string* warning) {
   const std::string file = path.string();
-  if (path.extension() != ".jsonl") {
+  check(!has_extension(path, ".json"), "data", file,
+        ": a .json file; write one JSON object per line, as JSON Lines (.jsonl)");
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), "data", file, ": cannot be read");
+  std::vector<Example> out;
+  if (!has_extension(path, ".jsonl")) {
     std::stringstream text;
     text << in.rdbuf();
     Example all;
@@ -112,7 +133,7 @@ std::vector<Example> read_examples(const std::filesystem::path& path, const llm:
     if (!j.is_object()) at.fail("not a JSON object");
     Example ex;
     if (const auto m = j.find("messages"); m != j.end()) {
-      ex = chat_example(parse_messages(*m, at), tokenizer, chat_template, at);
+      ex = chat_example(parse_messages(*m, at), tokenizer, chat_template, at, warning);
     } else if (const auto t = j.find("text"); t != j.end() && t->is_string()) {
       ex.line = number;
       append(ex, tokenizer, t->get<std::string>(), true);

@@ -2,6 +2,7 @@
 #include "tempra/train/finetune.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -10,6 +11,7 @@
 #include "tempra/core/error.h"
 #include "tempra/core/grad_node.h"
 #include "tempra/core/rng.h"
+#include "tempra/io/safetensors.h"
 #include "tempra/optim/checkpoint.h"
 
 namespace tempra::train {
@@ -129,15 +131,29 @@ double Finetuner::eval_loss() {
 }
 
 std::map<std::string, std::string> Finetuner::identity() const {
+  const auto real = [](double v) {  // the shortest decimal that round-trips
+    char buf[32];
+    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  };
   std::string targets;
   for (LoraTarget t : lora_.config().targets) targets += (targets.empty() ? "" : ",") + std::string(target_name(t));
+  // FNV-1a over every training token and mark, in order: another data file (or another split)
+  // would continue a different run.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const auto mix = [&](uint64_t v) { hash = (hash ^ v) * 0x100000001b3ull; };
+  for (const Example& e : train_) {
+    mix(e.tokens.size());
+    for (size_t i = 0; i < e.tokens.size(); ++i) mix(uint64_t(uint32_t(e.tokens[i])) << 1 | e.counted[i]);
+  }
   return {{"lora.rank", std::to_string(lora_.config().rank)},
-          {"lora.alpha", std::to_string(lora_.config().alpha)},
-          {"lora.dropout", std::to_string(lora_.config().dropout)},
+          {"lora.alpha", real(lora_.config().alpha)},
+          {"lora.dropout", real(lora_.config().dropout)},
           {"lora.targets", targets},
+          {"lr", real(options_.lr)},
           {"seed", std::to_string(options_.seed)},
           {"batch", std::to_string(options_.batch)},
-          {"train_examples", std::to_string(train_.size())}};
+          {"train_examples", std::to_string(train_.size())},
+          {"train_data_fnv1a", std::to_string(hash)}};
 }
 
 void Finetuner::save(const std::filesystem::path& path) const {
@@ -145,22 +161,16 @@ void Finetuner::save(const std::filesystem::path& path) const {
 }
 
 void Finetuner::load(const std::filesystem::path& path) {
-  // The configuration first, so that a mismatch is named as such and nothing is touched.
-  const std::vector<optim::Param> params = lora_.parameters();
-  {
-    ExecContext probe;
-    const std::map<std::string, std::string> mine = identity();
-    // load_checkpoint validates everything before it writes; read into copies to compare metadata.
-    std::vector<optim::Param> copies;
-    for (const optim::Param& p : params) copies.push_back({p.name, Array::zeros(probe, p.value.shape(), p.value.dtype())});
-    const optim::CheckpointInfo info = optim::load_checkpoint(probe, path, copies, nullptr);
-    for (const auto& [key, value] : mine) {
-      const auto it = info.user.find(key);
-      check(it != info.user.end() && it->second == value, "finetune", path.string(), ": the checkpoint's ", key, " is ",
-            it == info.user.end() ? std::string("missing") : "'" + it->second + "'", ", this run's '", value, "'");
-    }
+  // The run's identity first, from the header alone, so that a checkpoint of another run is
+  // named as such; then load_checkpoint validates every tensor before it changes anything.
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  for (const auto& [key, value] : identity()) {
+    const auto it = file.metadata().find("user." + key);
+    check(it != file.metadata().end() && it->second == value, "finetune", path.string(), ": the checkpoint's ", key,
+          " is ", it == file.metadata().end() ? std::string("missing") : "'" + it->second + "'", ", this run's '", value,
+          "'");
   }
-  optim::load_checkpoint(ctx_, path, params, optimizer_.get());
+  optim::load_checkpoint(ctx_, path, lora_.parameters(), optimizer_.get());
 }
 
 }  // namespace tempra::train

@@ -13,13 +13,16 @@
 // - split_examples holds out round(fraction * n) examples for evaluation (at least one when the
 //   fraction is positive and there are two or more), chosen by a permutation of (seed).
 // - save writes the adapters, AdamW's state and the step (optim/checkpoint.h) atomically, with
-//   the LoRA configuration and seed as metadata; load refuses a checkpoint of another
-//   configuration, seed or shape by name, and changes nothing then.
+//   the run's identity as metadata: the LoRA configuration, lr, seed, batch and a hash of the
+//   training tokens; load refuses a checkpoint of another identity (naming the key) or shape,
+//   and changes nothing then.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tempra/core/exec_context.h"

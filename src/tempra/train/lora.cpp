@@ -40,15 +40,17 @@ std::vector<LoraTarget> parse_targets(std::string_view list) {
     for (const TargetNames& t : kTargets) out.push_back(t.target);
     return out;
   }
-  while (!list.empty()) {
+  for (bool more = true; more;) {
     const size_t comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
+    more = comma != std::string_view::npos;
+    if (name.empty()) fail("lora", "an empty target name in '", list, "'");
     const auto* found = std::find_if(kTargets.begin(), kTargets.end(), [&](const TargetNames& t) { return t.name == name; });
     if (found == kTargets.end())
       fail("lora", "unknown target '", name, "' (expected a list of q, k, v, o, gate, up, down, or all)");
     if (std::find(out.begin(), out.end(), found->target) != out.end()) fail("lora", "target '", name, "' is named twice");
     out.push_back(found->target);
-    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+    if (more) list = list.substr(comma + 1);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -31,11 +31,13 @@ namespace tempra::train {
 // The projections of a decoder layer an adapter may target, by PEFT's short names.
 enum class LoraTarget : uint8_t { q, k, v, o, gate, up, down };
 inline constexpr int kLoraTargetCount = 7;
+inline constexpr LoraTarget kAllLoraTargets[kLoraTargetCount] = {
+    LoraTarget::q, LoraTarget::k, LoraTarget::v, LoraTarget::o, LoraTarget::gate, LoraTarget::up, LoraTarget::down};
 
 // "q", "k", ..., and the GGUF tensor stem llama.cpp names it by ("attn_q", ..., "ffn_down").
 std::string_view target_name(LoraTarget t);
 std::string_view target_tensor(LoraTarget t);
-// "q,k,v,o" (also "all") -> targets in the enum's order; an unknown name throws.
+// "q,k,v,o" (also "all") -> targets in the enum's order; an unknown, empty or repeated name throws.
 std::vector<LoraTarget> parse_targets(std::string_view list);
 
 struct LoraConfig {

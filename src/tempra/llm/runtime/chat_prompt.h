@@ -23,6 +23,11 @@ struct ChatPrompt {
   bool ends_in_thinking = false;
 };
 
+// The text alone: `messages` rendered as chat_prompt renders them, options.bos_token and
+// eos_token set from the tokenizer (what fine-tuning data renders through: train/dataset.h).
+RenderedChat render_chat_text(const std::string& chat_template, const Tokenizer& tokenizer,
+                                const std::vector<ChatMessage>& messages, ChatTemplateOptions options = {});
+
 // options.bos_token and eos_token are set from the tokenizer; the rest is the caller's
 // (add_generation_prompt, enable_thinking, tools).
 ChatPrompt chat_prompt(const std::string& chat_template, const Tokenizer& tokenizer,

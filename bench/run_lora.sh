@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# bench/run_lora.sh: one LoRA fine-tuning step on Qwen3-0.6B's shape, tempra against PyTorch 1.13
+# (bench/lora_bench.cpp, bench/lora_bench_torch.py), for docs/BENCHMARK.md.
+#
+# Usage: [BUILD=build/release] [MODELS=/tmp/tempra_lora_bench] [THREADS=2] [ROUNDS=3] [STEPS=2]
+#        [TYPES="Q8_0 F16"] bench/run_lora.sh
+# Each base is synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
+# real tokenizer) into MODELS and reused. For each type: alternating rounds of tempra and of
+# PyTorch (its f32 base), medians, then each side's peak RSS. Prints `uptime` first: the machine
+# may be shared, and load moves timings.
+set -euo pipefail
+
+BUILD=${BUILD:-build/release}
+MODELS=${MODELS:-/tmp/tempra_lora_bench}
+THREADS=${THREADS:-2}
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-2}
+TYPES=${TYPES:-"Q8_0 F16"}
+mkdir -p "$MODELS"
+lscpu | grep -m1 'Model name'
+/usr/bin/python3 -c 'import torch; print("torch", torch.__version__)'
+for type in $TYPES; do
+  model="$MODELS/qwen3-0.6b-$type.gguf"
+  [ -f "$model" ] || "$BUILD/bin/tempra" synth --preset 0.6b --type "$type" "$model"
+  uptime
+  "$BUILD/bench/lora_bench" --model "$model" --threads "$THREADS" --rounds "$ROUNDS" --steps "$STEPS" --warmup 1
+done
