@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "quantize.h"
 #include "tempra/core/half.h"
 #include "tempra/io/gguf_writer.h"
 #include "tempra/llm/model/synth.h"
@@ -113,6 +114,16 @@ void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& s) {
     w.add_tensor(t.name, type, t.ne, *bytes, bytes);
   }
   w.write(path);
+}
+
+std::filesystem::path qwen3_model_file(const std::filesystem::path& dir, const std::string& name, const Qwen3Spec& spec,
+                                       const std::string& file_type) {
+  const std::filesystem::path source = dir / (name + ".gguf");
+  if (!std::filesystem::exists(source)) write_qwen3_model(source, spec);
+  if (file_type.empty()) return source;
+  const std::filesystem::path out = dir / (name + "_" + file_type + ".gguf");
+  if (!std::filesystem::exists(out)) app::quantize_model(source, out, *app::find_file_type(file_type));
+  return out;
 }
 
 }  // namespace tempra::testing

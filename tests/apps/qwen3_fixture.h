@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace tempra::testing {
 
@@ -27,5 +28,11 @@ struct Qwen3Spec {
 };
 
 void write_qwen3_model(const std::filesystem::path& path, const Qwen3Spec& spec);
+
+// The model of `spec` as dir/name.gguf (written on the first call), or, with a file type
+// (`tempra quantize`'s: "Q8_0", "Q4_K_M", ...), quantized from it by quantize_model into
+// dir/name_TYPE.gguf (also written once): what the tests over several weight types share.
+std::filesystem::path qwen3_model_file(const std::filesystem::path& dir, const std::string& name, const Qwen3Spec& spec,
+                                       const std::string& file_type = "");
 
 }  // namespace tempra::testing

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "apps/qwen3_fixture.h"
-#include "quantize.h"
 #include "support/errors.h"
 #include "support/files.h"
 #include "tempra/llm/model/model.h"
@@ -36,14 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path model_file(int32_t weight_type, const std::string& file_type = "") {
-  const fs::path dir = testing::scratch_dir("tempra_batch_forward_test");
-  const std::string base = "w" + std::to_string(weight_type);
-  const fs::path source = dir / (base + ".gguf");
-  if (!fs::exists(source)) testing::write_qwen3_model(source, {.weight_type = weight_type});
-  if (file_type.empty()) return source;
-  const fs::path out = dir / (base + "_" + file_type + ".gguf");
-  if (!fs::exists(out)) app::quantize_model(source, out, *app::find_file_type(file_type));
-  return out;
+  return testing::qwen3_model_file(testing::scratch_dir("tempra_batch_forward_test"), "w" + std::to_string(weight_type),
+                                   {.weight_type = weight_type}, file_type);
 }
 
 template <class Fn>

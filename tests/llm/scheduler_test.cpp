@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "apps/qwen3_fixture.h"
-#include "quantize.h"
 #include "support/errors.h"
 #include "support/files.h"
 #include "tempra/io/gguf_model.h"
@@ -35,16 +34,10 @@ struct Loaded {
 };
 
 Loaded load(const std::string& file_type = "") {
-  const fs::path dir = testing::scratch_dir("tempra_scheduler_test");
-  const fs::path source = dir / "model.gguf";
-  if (!fs::exists(source))
-    testing::write_qwen3_model(source, {.n_layer = 2, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2,
-                                        .head_dim = 32, .n_vocab = 256, .weight_type = 0, .seed = 11});
-  fs::path path = source;
-  if (!file_type.empty()) {
-    path = dir / ("model_" + file_type + ".gguf");
-    if (!fs::exists(path)) app::quantize_model(source, path, *app::find_file_type(file_type));
-  }
+  const fs::path path = testing::qwen3_model_file(
+      testing::scratch_dir("tempra_scheduler_test"), "model",
+      {.n_layer = 2, .n_embd = 64, .n_ff = 128, .n_head = 4, .n_head_kv = 2, .head_dim = 32, .n_vocab = 256, .weight_type = 0, .seed = 11},
+      file_type);
   const io::GgufModel gguf = io::GgufModel::open(path);
   return {load_model(gguf), Tokenizer::from_gguf(gguf.metadata())};
 }
