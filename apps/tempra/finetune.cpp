@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 
+#include "llm_cli.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/qwen3.h"
@@ -128,8 +129,7 @@ int run_finetune(const cli::Args& args) {
   const io::GgufModel gguf = io::GgufModel::open(path);
   const llm::Qwen3Model model = llm::Qwen3Model::load(gguf);
   const llm::Tokenizer tokenizer = llm::Tokenizer::from_gguf(gguf.metadata());
-  const io::GgufValue* tmpl = gguf.metadata().find("tokenizer.chat_template");
-  const std::string chat_template = tmpl && tmpl->is<std::string>() ? std::get<std::string>(tmpl->value) : "";
+  const std::string chat_template = nonempty_string(gguf.metadata(), "tokenizer.chat_template");
   std::string warning;
   train::Split data = train::split_examples(
       train::read_examples(args.string("--data"), tokenizer, chat_template, ctx_tokens, &warning),

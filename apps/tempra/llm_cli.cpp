@@ -27,12 +27,12 @@ namespace {
 
 using cli::Kind;
 
+}  // namespace
+
 std::string nonempty_string(const io::GgufMetadata& m, std::string_view key) {
   const io::GgufValue* v = m.find(key);
   return v != nullptr && v->is<std::string>() ? std::get<std::string>(v->value) : std::string();
 }
-
-}  // namespace
 
 cli::Option model_option() {
   return {.spellings = {"-m", "--model"},

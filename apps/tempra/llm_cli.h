@@ -29,6 +29,8 @@
 
 namespace tempra::app {
 
+// The string value of metadata `key`, or "" when it is absent or not a string (the chat template).
+std::string nonempty_string(const io::GgufMetadata& m, std::string_view key);
 // -m/--model (required).
 cli::Option model_option();
 // -c -t -b --cache-type -ngl -fa: what a session needs, and the expert streaming rows.

@@ -17,8 +17,7 @@
 namespace tempra::train {
 namespace {
 
-constexpr LoraTarget kAll[] = {LoraTarget::q, LoraTarget::k,    LoraTarget::v,   LoraTarget::o,
-                               LoraTarget::gate, LoraTarget::up, LoraTarget::down};
+constexpr const auto& kAll = kAllLoraTargets;
 
 // The golden's data tensors: tokens, targets and every base weight.
 std::vector<std::string> data_names(int n_layer) {

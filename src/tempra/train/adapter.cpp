@@ -48,10 +48,6 @@ std::optional<PairName> parse_pair_name(std::string_view name) {
 
 }  // namespace
 
-std::string adapted_tensor(int layer, LoraTarget t) {
-  return "blk." + std::to_string(layer) + "." + std::string(target_tensor(t)) + ".weight";
-}
-
 void write_lora_gguf(const std::filesystem::path& path, const LoraAdapter& adapter, const std::string& architecture) {
   ExecContext ctx;
   io::GgufWriter w;

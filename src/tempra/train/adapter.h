@@ -28,9 +28,6 @@
 
 namespace tempra::train {
 
-// "blk.3.attn_q.weight": the base tensor a pair adapts.
-std::string adapted_tensor(int layer, LoraTarget t);
-
 void write_lora_gguf(const std::filesystem::path& path, const LoraAdapter& adapter, const std::string& architecture);
 
 LoraAdapter read_lora_gguf(ExecContext& ctx, const std::filesystem::path& path, const io::GgufModel& base);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <string>
 #include <cmath>
 
 #include "tempra/core/error.h"
@@ -34,12 +36,13 @@ uint64_t adapter_stream(uint64_t seed, size_t index) { return splitmix64_mix(see
 std::string_view target_name(LoraTarget t) { return kTargets[size_t(t)].name; }
 std::string_view target_tensor(LoraTarget t) { return kTargets[size_t(t)].tensor; }
 
+std::string adapted_tensor(int layer, LoraTarget t) {
+  return "blk." + std::to_string(layer) + "." + std::string(target_tensor(t)) + ".weight";
+}
+
 std::vector<LoraTarget> parse_targets(std::string_view list) {
   std::vector<LoraTarget> out;
-  if (list == "all") {
-    for (const TargetNames& t : kTargets) out.push_back(t.target);
-    return out;
-  }
+  if (list == "all") return {std::begin(kAllLoraTargets), std::end(kAllLoraTargets)};
   for (bool more = true; more;) {
     const size_t comma = list.find(',');
     const std::string_view name = list.substr(0, comma);
@@ -111,9 +114,8 @@ std::vector<optim::Param> LoraAdapter::parameters() const {
     for (LoraTarget t : config_.targets) {
       if (!has(layer, t)) continue;
       const LoraPair& p = pair(layer, t);
-      const std::string stem = "blk." + std::to_string(layer) + "." + std::string(target_tensor(t)) + ".weight.lora_";
-      out.push_back({stem + "a", p.a});
-      out.push_back({stem + "b", p.b});
+      out.push_back({adapted_tensor(layer, t) + ".lora_a", p.a});
+      out.push_back({adapted_tensor(layer, t) + ".lora_b", p.b});
     }
   return out;
 }

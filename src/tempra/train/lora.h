@@ -37,6 +37,9 @@ inline constexpr LoraTarget kAllLoraTargets[kLoraTargetCount] = {
 // "q", "k", ..., and the GGUF tensor stem llama.cpp names it by ("attn_q", ..., "ffn_down").
 std::string_view target_name(LoraTarget t);
 std::string_view target_tensor(LoraTarget t);
+// "blk.3.attn_q.weight": the base weight a layer's adapter of `t` adapts; its pair is named
+// by appending ".lora_a" / ".lora_b" (llama.cpp's adapter GGUFs).
+std::string adapted_tensor(int layer, LoraTarget t);
 // "q,k,v,o" (also "all") -> targets in the enum's order; an unknown, empty or repeated name throws.
 std::vector<LoraTarget> parse_targets(std::string_view list);
 
