@@ -14,7 +14,8 @@ packages=(
   libsndfile1-dev                # tempra amp's audio files (src/tempra/audio/wav.cpp)
   clang libclang-rt-14-dev
   git nodejs npm
-  python3-numpy  # tools/qwen3_reference.py, run by tests/llm/qwen3_test with /usr/bin/python3
+  python3-numpy  # tools/qwen3_reference.py and tools/es_reference.py, run by tests with /usr/bin/python3
+  libopenmpi-dev openmpi-bin     # data-parallel training (src/tempra/train/comm.cpp; mpirun in tests/train)
 )
 
 "$(dirname "$0")/apt-install-missing.sh" "${packages[@]}"

@@ -30,13 +30,16 @@ struct CounterRng {
   static float uniform(uint64_t seed, uint64_t index) {
     return static_cast<float>(bits(seed, index) >> 40) * 0x1.0p-24f;
   }
-  // Standard normal by Box-Muller on the two 32-bit halves of one draw, computed in double.
-  static float normal(uint64_t seed, uint64_t index) {
+  // Standard normal by Box-Muller on the two 32-bit halves of one draw, in double: the C
+  // library's log, cos and sqrt over exact products, so a reference that calls the same libm
+  // (tools/es_reference.py) reproduces it bit for bit.
+  static double normal_f64(uint64_t seed, uint64_t index) {
     const uint64_t b = bits(seed, index);
     const double u1 = (static_cast<double>(b >> 32) + 1.0) * 0x1.0p-32;  // (0, 1]: log is finite
     const double u2 = static_cast<double>(b & 0xffffffffull) * 0x1.0p-32;
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }
+  static float normal(uint64_t seed, uint64_t index) { return static_cast<float>(normal_f64(seed, index)); }
 };
 
 // A stream position: (seed, offset). Each draw of n values takes indices [offset, offset + n).

@@ -1,0 +1,43 @@
+// tempra/train/comm.h: the processes one training run spans, and what they exchange.
+//
+// Contract:
+// - A Communicator is `size` processes (ranks 0 .. size-1) running the same program on the same
+//   data. The local one is a single process: it exchanges nothing, and allgather returns its
+//   own values.
+// - allgather: every rank passes its values (any count, zero included) and receives every rank's
+//   values concatenated in rank order. It blocks until all ranks have called it, and all ranks
+//   must make the same sequence of calls. Nothing is summed on the way: the caller reduces the
+//   gathered values in an order of its choosing, so a reduction over N processes can be made
+//   bit-identical to one process's (finetune.h, es.h).
+// - world(): MPI_COMM_WORLD when the program was launched by mpirun and tempra was built with
+//   MPI (the TEMPRA_MPI option, Debian's Open MPI); else the local communicator. MPI is
+//   initialized on the first call and finalized at exit; a program that mpirun did not launch
+//   never initializes it.
+#pragma once
+
+#include <span>
+#include <vector>
+
+namespace tempra::train {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const { return 0; }
+  virtual int size() const { return 1; }
+  virtual std::vector<double> allgather(std::span<const double> mine) { return {mine.begin(), mine.end()}; }
+  virtual std::vector<float> allgather(std::span<const float> mine) { return {mine.begin(), mine.end()}; }
+};
+
+// A single process's communicator, for runs and tests that exchange nothing.
+inline Communicator& local_communicator() {
+  static Communicator local;
+  return local;
+}
+
+Communicator& world();
+
+// Whether this build can run over MPI (TEMPRA_MPI).
+bool built_with_mpi();
+
+}  // namespace tempra::train
