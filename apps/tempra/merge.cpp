@@ -34,42 +34,50 @@ struct RemoveOnExit {
 
 }  // namespace
 
-MergeSummary merge_model(const std::filesystem::path& base, const std::filesystem::path& lora,
-                         const std::filesystem::path& output, const FileType* type) {
+size_t write_model_replacing(const io::GgufModel& model, const std::map<std::string, Array>& replaced,
+                             const std::filesystem::path& output, const FileType* type) {
   ExecContext ctx;
-  const io::GgufModel model = io::GgufModel::open(base);
-  const train::LoraAdapter adapter = train::read_lora_gguf(ctx, lora, model);
-  std::map<std::string, const train::LoraPair*> adapted;  // by the base tensor's name
-  for (int layer = 0; layer < adapter.n_layer(); ++layer)
-    for (train::LoraTarget t : adapter.config().targets)
-      if (adapter.has(layer, t)) adapted.emplace(train::adapted_tensor(layer, t), &adapter.pair(layer, t));
-
   io::GgufWriter writer;
   for (const auto& [key, value] : model.metadata().entries())
     if (!key.starts_with("split.")) writer.metadata().add(key, value);
-  MergeSummary summary;
+  size_t changed = 0;
   for (const io::GgufModel::Location& at : model.tensors()) {
     const io::GgufTensorInfo& t = model.info(at);
-    ++summary.tensors;
-    if (!adapted.contains(t.name)) {
+    const auto it = replaced.find(t.name);
+    if (it == replaced.end()) {
       const io::GgufFile& shard = model.shards()[at.shard];
       writer.add_tensor(t.name, t.ggml_type, std::span<const int64_t>(t.ne.data(), t.n_dims),
                         shard.tensor_bytes(at.index), nullptr);  // the model's mapping outlives write()
       continue;
     }
-    const Array merged = train::merged_weight(ctx, model.tensor(t.name), *adapted.at(t.name), adapter.config().scale());
-    // With --type the intermediate keeps merged weights in f32 so that quantize encodes them once.
-    writer.add_tensor(t.name, encode_as(ctx, merged, type ? DType::f32 : t.dtype));
-    ++summary.merged;
+    // With --type the intermediate keeps new weights in f32 so that quantize encodes them once.
+    writer.add_tensor(t.name, encode_as(ctx, it->second, type ? DType::f32 : t.dtype));
+    ++changed;
   }
   if (type == nullptr) {
     writer.write(output);
-    return summary;
+    return changed;
   }
   const RemoveOnExit intermediate{output.string() + ".merged-f32.tmp-" + std::to_string(::getpid())};
   writer.write(intermediate.path);
   quantize_model(intermediate.path, output, *type);
-  return summary;
+  return changed;
+}
+
+MergeSummary merge_model(const std::filesystem::path& base, const std::filesystem::path& lora,
+                         const std::filesystem::path& output, const FileType* type) {
+  ExecContext ctx;
+  const io::GgufModel model = io::GgufModel::open(base);
+  const train::LoraAdapter adapter = train::read_lora_gguf(ctx, lora, model);
+  std::map<std::string, Array> merged;  // by the base tensor's name
+  for (int layer = 0; layer < adapter.n_layer(); ++layer)
+    for (train::LoraTarget t : adapter.config().targets)
+      if (adapter.has(layer, t)) {
+        const std::string name = train::adapted_tensor(layer, t);
+        merged.emplace(name, train::merged_weight(ctx, model.tensor(name), adapter.pair(layer, t),
+                                                  adapter.config().scale()));
+      }
+  return {.tensors = model.tensors().size(), .merged = write_model_replacing(model, merged, output, type)};
 }
 
 cli::Command merge_command() {

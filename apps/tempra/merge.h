@@ -12,6 +12,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
+#include <string>
+
+#include "tempra/core/array.h"
+#include "tempra/io/gguf_model.h"
 
 #include "args.h"
 #include "quantize.h"
@@ -22,6 +27,12 @@ struct MergeSummary {
   size_t tensors = 0;  // in the output
   size_t merged = 0;   // weights an adapter changed
 };
+
+// Writes `model` to `output` with the tensors named in `replaced` (f32 values of their shapes)
+// in place of the file's, as merge does: each in the tensor's own type, or the whole model
+// quantized to `type` when it is not null. Returns how many tensors were replaced.
+size_t write_model_replacing(const io::GgufModel& model, const std::map<std::string, Array>& replaced,
+                             const std::filesystem::path& output, const FileType* type = nullptr);
 
 // `type`: null keeps each tensor's type.
 MergeSummary merge_model(const std::filesystem::path& base, const std::filesystem::path& lora,

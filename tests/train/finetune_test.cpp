@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <barrier>
 #include <filesystem>
+#include <regex>
+#include <thread>
 #include <fstream>
 #include <string>
 
@@ -14,6 +17,8 @@
 #include "support/files.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/synth.h"
+#include "tempra/train/es_trainer.h"
+#include "tempra/train/reward.h"
 #include "tempra/ops/ops.h"
 
 namespace tempra::train {
@@ -218,6 +223,206 @@ TEST(Finetune, a_resumed_run_equals_a_straight_one_bit_for_bit) {
   EXPECT_EQ(other.steps_done(), 0);
   Finetuner wider = run.tuner(ctx, 1, 8);
   EXPECT_FALSE(testing::error_message([&] { wider.load(ckpt); }).empty());
+}
+
+
+// N ranks as threads of one process: what MPI_Allgatherv gives each rank, through a barrier.
+class ThreadRanks {
+ public:
+  explicit ThreadRanks(int n) : n_(n), sync_(n), doubles_(static_cast<size_t>(n)), floats_(static_cast<size_t>(n)) {}
+
+  class Rank final : public Communicator {
+   public:
+    Rank(ThreadRanks& all, int rank) : all_(all), rank_(rank) {}
+    int rank() const override { return rank_; }
+    int size() const override { return all_.n_; }
+    std::vector<double> allgather(std::span<const double> mine) override { return all_.gather(rank_, mine, all_.doubles_); }
+    std::vector<float> allgather(std::span<const float> mine) override { return all_.gather(rank_, mine, all_.floats_); }
+
+   private:
+    ThreadRanks& all_;
+    int rank_;
+  };
+
+  // Runs fn(communicator) on every rank at once.
+  template <class Fn>
+  void run(Fn fn) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n_; ++r)
+      threads.emplace_back([this, r, &fn] {
+        Rank rank(*this, r);
+        fn(rank);
+      });
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  template <class T>
+  std::vector<T> gather(int rank, std::span<const T> mine, std::vector<std::vector<T>>& slots) {
+    slots[size_t(rank)].assign(mine.begin(), mine.end());
+    sync_.arrive_and_wait();  // every rank's values are in
+    std::vector<T> out;
+    for (const std::vector<T>& s : slots) out.insert(out.end(), s.begin(), s.end());
+    sync_.arrive_and_wait();  // every rank has read them: the slots may be reused
+    return out;
+  }
+
+  int n_;
+  std::barrier<> sync_;
+  std::vector<std::vector<double>> doubles_;
+  std::vector<std::vector<float>> floats_;
+};
+
+std::vector<std::vector<float>> param_values(ExecContext& ctx, const std::vector<optim::Param>& params) {
+  std::vector<std::vector<float>> out;
+  for (const optim::Param& p : params) out.push_back(to_vector<float>(ctx, p.value));
+  return out;
+}
+
+// The data-parallel contract (finetune.h): 2 and 3 ranks (a batch of 4 split 2+2 and 1+1+2)
+// end with the adapters of one process, bit for bit. One thread per rank, as for one process.
+TEST(DataParallel, ranks_train_the_adapters_of_one_process_bit_for_bit) {
+  const Colors run;
+  const auto train = [&](Communicator& comm) {
+    ExecContext ctx(ExecOptions{.threads = 1});
+    Split s = split_examples(run.examples, 0, 1);
+    Finetuner t(ctx, run.weights, std::move(s.train), {},
+                {.lora = {.rank = 4, .alpha = 8, .dropout = 0.1, .targets = parse_targets("all")},
+                 .lr = 1e-2, .batch = 4, .seed = 3},
+                comm);
+    double loss = 0;
+    for (int i = 0; i < 3; ++i) loss = t.train_step().loss;
+    return std::make_pair(values(ctx, t), loss);
+  };
+  const auto one = train(local_communicator());
+  for (int n : {2, 3}) {
+    ThreadRanks ranks(n);
+    std::vector<std::pair<std::vector<std::vector<float>>, double>> got(static_cast<size_t>(n));
+    ranks.run([&](Communicator& comm) { got[size_t(comm.rank())] = train(comm); });
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(got[size_t(r)].first, one.first) << "rank " << r << " of " << n;
+      EXPECT_EQ(got[size_t(r)].second, one.second) << "rank " << r << " of " << n << ": the step's loss";
+    }
+  }
+}
+
+// Evolution strategies over ranks exchange only fitness scalars, and end where one process does.
+TEST(DataParallel, evolution_strategies_over_ranks_equal_one_process) {
+  const Colors run;
+  const auto evolve = [&](Communicator& comm) {
+    ExecContext ctx(ExecOptions{.threads = 1});
+    const LoraAdapter lora = make_lora(ctx, run.weights, {.rank = 2, .targets = parse_targets("q,v"), .seed = 4});
+    EsTrainer es(ctx, run.weights, lora.parameters(), &lora, run.examples, {},
+                 {.es = {.population = 6, .sigma = 0.05, .lr = 0.02, .seed = 9}, .reward = Reward::parse("loss"),
+                  .batch = 3},
+                 tokenizer(), comm);
+    for (int i = 0; i < 2; ++i) es.train_step();
+    return param_values(ctx, lora.parameters());
+  };
+  const auto one = evolve(local_communicator());
+  ThreadRanks ranks(2);
+  std::vector<std::vector<std::vector<float>>> got(2);
+  ranks.run([&](Communicator& comm) { got[size_t(comm.rank())] = evolve(comm); });
+  EXPECT_EQ(got[0], one);
+  EXPECT_EQ(got[1], one);
+}
+
+TEST(EvolutionStrategies, the_loss_reward_rises_on_lora_and_a_resumed_run_equals_a_straight_one) {
+  ExecContext ctx;
+  const Colors run;
+  const auto make = [&](const LoraAdapter& lora) {
+    return EsTrainer(ctx, run.weights, lora.parameters(), &lora, run.examples, run.examples,
+                     {.es = {.population = 8, .sigma = 0.02, .lr = 0.02, .seed = 2}, .reward = Reward::parse("loss"),
+                      .batch = 3},
+                     tokenizer());
+  };
+  const LoraConfig config{.rank = 4, .targets = parse_targets("all"), .seed = 5};
+  const LoraAdapter lora = make_lora(ctx, run.weights, config);
+  EsTrainer es = make(lora);
+  const double before = es.eval_reward();
+  for (int i = 0; i < 30; ++i) es.train_step();
+  const double after = es.eval_reward();
+  std::printf("loss reward %.4f -> %.4f after 30 generations\n", before, after);
+  EXPECT_GT(after, before + 0.05);  // measured: -6.43 -> -6.31
+
+  const LoraAdapter half_lora = make_lora(ctx, run.weights, config), resumed_lora = make_lora(ctx, run.weights, config);
+  EsTrainer half = make(half_lora);
+  for (int i = 0; i < 20; ++i) half.train_step();
+  const fs::path ckpt = scratch() / "es.ckpt";
+  half.save(ckpt);
+  EsTrainer resumed = make(resumed_lora);
+  resumed.load(ckpt);
+  EXPECT_EQ(resumed.steps_done(), 20);
+  for (int i = 0; i < 10; ++i) resumed.train_step();
+  EXPECT_EQ(param_values(ctx, resumed_lora.parameters()), param_values(ctx, lora.parameters()));
+
+  // Another run's checkpoint is refused by name.
+  const LoraAdapter other_lora = make_lora(ctx, run.weights, config);
+  EsTrainer other(ctx, run.weights, other_lora.parameters(), &other_lora, run.examples, {},
+                  {.es = {.population = 4, .sigma = 0.02, .lr = 0.02, .seed = 2}, .reward = Reward::parse("loss"),
+                   .batch = 3},
+                  tokenizer());
+  const std::string message = testing::error_message([&] { other.load(ckpt); });
+  EXPECT_NE(message.find("es.population"), std::string::npos) << message;
+}
+
+// The greedy continuation of an example's prompt, by a plain loop over the training forward.
+std::vector<int32_t> greedy(ExecContext& ctx, const Qwen3Weights& w, std::vector<int32_t> tokens, size_t n) {
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    const Array ids = Array::from_values<int32_t>(ctx, {1, int64_t(tokens.size())}, tokens);
+    const std::vector<float> logits = to_vector<float>(ctx, qwen3_logits(ctx, w, ids).select(0, 0).select(0, ids.dim(1) - 1));
+    const int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    tokens.push_back(next);
+    out.push_back(next);
+  }
+  return out;
+}
+
+TEST(Rewards, exact_regex_and_loss_score_what_they_say) {
+  ExecContext ctx;
+  const Colors run;
+  const Example& e = run.examples[0];
+  size_t prompt = 1;
+  while (!e.counted[prompt]) ++prompt;
+  const size_t answer = e.tokens.size() - prompt;
+  const std::vector<int32_t> continuation =
+      greedy(ctx, run.weights, std::vector<int32_t>(e.tokens.begin(), e.tokens.begin() + ptrdiff_t(prompt)), answer);
+  ASSERT_NE(continuation, std::vector<int32_t>(e.tokens.begin() + ptrdiff_t(prompt), e.tokens.end()))
+      << "the untrained model already answers";
+
+  // An example whose answer is the model's own greedy continuation scores 1; the real one 0.
+  Example own = e;
+  std::copy(continuation.begin(), continuation.end(), own.tokens.begin() + ptrdiff_t(prompt));
+  const std::vector<const Example*> real{&e}, mine{&own};
+  EXPECT_EQ(reward(ctx, run.weights, nullptr, mine, Reward::parse("exact"), tokenizer()), 1.0);
+  EXPECT_EQ(reward(ctx, run.weights, nullptr, real, Reward::parse("exact"), tokenizer()), 0.0);
+
+  // The continuation's text matches itself; a pattern it cannot contain does not.
+  std::vector<int32_t> until_eos;
+  for (int32_t t : continuation) {
+    if (t == tokenizer().eos()) break;
+    until_eos.push_back(t);
+  }
+  const std::string text = tokenizer().decode(until_eos);
+  const std::string escaped = std::regex_replace(text, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+  const Reward matching = Reward::parse("regex:^" + escaped, int64_t(answer));
+  EXPECT_EQ(reward(ctx, run.weights, nullptr, real, matching, tokenizer()), 1.0) << "'" << text << "'";
+  EXPECT_EQ(reward(ctx, run.weights, nullptr, real, Reward::parse("regex:^" + escaped + "\\x00$", int64_t(answer)),
+                   tokenizer()),
+            0.0);
+
+  // The loss reward is minus the trainer's eval loss.
+  Finetuner t = run.tuner(ctx);
+  std::vector<const Example*> all;
+  for (const Example& x : run.examples) all.push_back(&x);
+  Finetuner whole(ctx, run.weights, run.examples, run.examples,
+                  {.lora = {.rank = 4, .targets = parse_targets("q")}, .lr = 1e-2, .batch = 2, .seed = 1});
+  EXPECT_NEAR(reward(ctx, run.weights, &whole.adapter(), all, Reward::parse("loss"), tokenizer()), -whole.eval_loss(),
+              1e-6);
+
+  EXPECT_NE(testing::error_message([] { Reward::parse("precision"); }).find("precision"), std::string::npos);
+  EXPECT_NE(testing::error_message([] { Reward::parse("regex:(unclosed"); }).find("(unclosed"), std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "tempra/core/grad_node.h"
 #include "tempra/core/rng.h"
 #include "tempra/io/safetensors.h"
+#include "tempra/ops/ops.h"
 #include "tempra/optim/checkpoint.h"
 
 namespace tempra::train {
@@ -43,8 +44,13 @@ Split split_examples(std::vector<Example> all, double eval_fraction, uint64_t se
 }
 
 Finetuner::Finetuner(ExecContext& ctx, const Qwen3Weights& weights, std::vector<Example> train,
-                     std::vector<Example> eval, const FinetuneOptions& options)
-    : ctx_(ctx), weights_(weights), train_(std::move(train)), eval_(std::move(eval)), options_(options) {
+                     std::vector<Example> eval, const FinetuneOptions& options, Communicator& comm)
+    : ctx_(ctx),
+      weights_(weights),
+      train_(std::move(train)),
+      eval_(std::move(eval)),
+      options_(options),
+      comm_(comm) {
   check(!train_.empty(), "finetune", "no training examples");
   check(options_.batch >= 1, "finetune", "--batch ", options_.batch, " must be at least 1");
   check(options_.lr > 0 && std::isfinite(options_.lr), "finetune", "--lr ", options_.lr, " must be positive");
@@ -54,19 +60,25 @@ Finetuner::Finetuner(ExecContext& ctx, const Qwen3Weights& weights, std::vector<
   optimizer_ = std::make_unique<optim::AdamW>(lora_.parameters(), options_.lr, optim::AdamWOptions{}, 0.0);
 }
 
-std::vector<const Example*> Finetuner::batch_for(int64_t step) const {
-  const size_t n = train_.size(), b = size_t(options_.batch);
-  std::vector<const Example*> out;
+std::vector<size_t> batch_indices(size_t n, int64_t batch, uint64_t seed, int64_t step) {
+  const size_t b = size_t(batch);
+  std::vector<size_t> out;
   uint64_t cached_epoch = UINT64_MAX;
   std::vector<size_t> order;
   for (size_t j = 0; j < b; ++j) {
     const uint64_t at = uint64_t(step) * b + j, epoch = at / n;
     if (epoch != cached_epoch) {
-      order = permutation(n, splitmix64_mix(options_.seed ^ (0xe90c4ull + epoch)));
+      order = permutation(n, splitmix64_mix(seed ^ (0xe90c4ull + epoch)));
       cached_epoch = epoch;
     }
-    out.push_back(&train_[order[at % n]]);
+    out.push_back(order[at % n]);
   }
+  return out;
+}
+
+std::vector<const Example*> Finetuner::batch_for(int64_t step) const {
+  std::vector<const Example*> out;
+  for (size_t i : batch_indices(train_.size(), options_.batch, options_.seed, step)) out.push_back(&train_[i]);
   return out;
 }
 
@@ -93,22 +105,68 @@ Finetuner::Batch Finetuner::make_batch(const std::vector<const Example*>& exampl
 
 StepResult Finetuner::train_step() {
   const int64_t step = steps_done();
-  const Batch batch = make_batch(batch_for(step));
+  const std::vector<const Example*> examples = batch_for(step);
+  const int64_t n = int64_t(examples.size()), size = comm_.size(), rank = comm_.rank();
+  StepResult r;
+  for (const Example* e : examples) {
+    r.tokens += int64_t(e->tokens.size());
+    for (size_t i = 1; i < e->counted.size(); ++i) r.counted += e->counted[i];  // predicted from token i - 1
+  }
   optimizer_->zero_grad();
-  StepResult r{.loss = 0, .tokens = batch.tokens_real, .counted = batch.counted};
-  if (batch.counted == 0) {  // nothing to learn in this batch: the step still counts
+  if (r.counted == 0) {  // nothing to learn in this batch: the step still counts
     optimizer_->step(ctx_);
     return r;
   }
-  const Array loss = lm_loss(ctx_,
-                             qwen3_logits(ctx_, weights_, batch.tokens,
-                                          {.lora = &lora_,
-                                           .checkpoint = options_.checkpoint_activations,
-                                           .train_step = uint64_t(step)}),
-                             batch.targets);
-  ag::backward(ctx_, loss);
+  std::vector<optim::Param> params = lora_.parameters();  // views: set_grad reaches the adapter's
+  int64_t n_values = 0;
+  for (const optim::Param& p : params) n_values += p.value.numel();
+
+  // This rank's share: the contiguous examples [first, last), so that gathering the shares in
+  // rank order gives every example's gradient in batch order.
+  const int64_t first = n * rank / size, last = n * (rank + 1) / size;
+  std::vector<float> grads;  // example by example, each every parameter's gradient in order
+  std::vector<double> losses;
+  grads.reserve(size_t((last - first) * n_values));
+  for (int64_t j = first; j < last; ++j) {
+    const Batch one = make_batch({examples[size_t(j)]});
+    optimizer_->zero_grad();
+    double loss_value = 0;
+    if (one.counted > 0) {
+      // The example's share of the batch's mean: its own mean times counted / the batch's counted.
+      const Array loss = mul(ctx_,
+                             lm_loss(ctx_,
+                                     qwen3_logits(ctx_, weights_, one.tokens,
+                                                  {.lora = &lora_,
+                                                   .checkpoint = options_.checkpoint_activations,
+                                                   .train_step = uint64_t(step)}),
+                                     one.targets),
+                             double(one.counted) / double(r.counted));
+      ag::backward(ctx_, loss);
+      loss_value = loss.at({});
+    }
+    losses.push_back(loss_value);
+    for (const optim::Param& p : params) {
+      const Array g = p.value.grad();
+      if (g.defined()) grads.insert(grads.end(), g.data<float>(), g.data<float>() + g.numel());
+      else grads.insert(grads.end(), size_t(p.value.numel()), 0.0f);
+    }
+  }
+  const std::vector<float> all = comm_.allgather(std::span<const float>(grads));
+  const std::vector<double> all_losses = comm_.allgather(std::span<const double>(losses));
+
+  // The sum over the examples in batch order, from zero: the same additions in the same order
+  // whatever the number of processes.
+  std::vector<float> sum(size_t(n_values), 0.0f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < n_values; ++i) sum[size_t(i)] += all[size_t(j * n_values + i)];
+  for (double l : all_losses) r.loss += l;
+  int64_t at = 0;
+  for (optim::Param& p : params) {
+    const std::span<const float> g(sum.data() + at, size_t(p.value.numel()));
+    p.value.set_grad(Array::from_values<float>(ctx_, p.value.shape(), g));
+    at += p.value.numel();
+  }
   optimizer_->step(ctx_);
-  r.loss = loss.at({});
   return r;
 }
 
@@ -130,30 +188,45 @@ double Finetuner::eval_loss() {
   return counted == 0 ? NAN : sum / double(counted);
 }
 
-std::map<std::string, std::string> Finetuner::identity() const {
-  const auto real = [](double v) {  // the shortest decimal that round-trips
-    char buf[32];
-    return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-  };
-  std::string targets;
-  for (LoraTarget t : lora_.config().targets) targets += (targets.empty() ? "" : ",") + std::string(target_name(t));
-  // FNV-1a over every training token and mark, in order: another data file (or another split)
-  // would continue a different run.
+std::string shortest_decimal(double v) {
+  char buf[32];
+  return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+uint64_t training_data_hash(const std::vector<Example>& examples) {
+  // FNV-1a over every token and mark, in order.
   uint64_t hash = 0xcbf29ce484222325ull;
   const auto mix = [&](uint64_t v) { hash = (hash ^ v) * 0x100000001b3ull; };
-  for (const Example& e : train_) {
+  for (const Example& e : examples) {
     mix(e.tokens.size());
     for (size_t i = 0; i < e.tokens.size(); ++i) mix(uint64_t(uint32_t(e.tokens[i])) << 1 | e.counted[i]);
   }
+  return hash;
+}
+
+void check_run_identity(const std::filesystem::path& path, const std::map<std::string, std::string>& identity) {
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  for (const auto& [key, value] : identity) {
+    const auto it = file.metadata().find("user." + key);
+    check(it != file.metadata().end() && it->second == value, "finetune", path.string(), ": the checkpoint's ", key,
+          " is ", it == file.metadata().end() ? std::string("missing") : "'" + it->second + "'", ", this run's '", value,
+          "'");
+  }
+}
+
+std::map<std::string, std::string> Finetuner::identity() const {
+  std::string targets;
+  for (LoraTarget t : lora_.config().targets) targets += (targets.empty() ? "" : ",") + std::string(target_name(t));
+  // Another data file (or another split) would continue a different run: the tokens' hash.
   return {{"lora.rank", std::to_string(lora_.config().rank)},
-          {"lora.alpha", real(lora_.config().alpha)},
-          {"lora.dropout", real(lora_.config().dropout)},
+          {"lora.alpha", shortest_decimal(lora_.config().alpha)},
+          {"lora.dropout", shortest_decimal(lora_.config().dropout)},
           {"lora.targets", targets},
-          {"lr", real(options_.lr)},
+          {"lr", shortest_decimal(options_.lr)},
           {"seed", std::to_string(options_.seed)},
           {"batch", std::to_string(options_.batch)},
           {"train_examples", std::to_string(train_.size())},
-          {"train_data_fnv1a", std::to_string(hash)}};
+          {"train_data_fnv1a", std::to_string(training_data_hash(train_))}};
 }
 
 void Finetuner::save(const std::filesystem::path& path) const {
@@ -163,13 +236,7 @@ void Finetuner::save(const std::filesystem::path& path) const {
 void Finetuner::load(const std::filesystem::path& path) {
   // The run's identity first, from the header alone, so that a checkpoint of another run is
   // named as such; then load_checkpoint validates every tensor before it changes anything.
-  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  for (const auto& [key, value] : identity()) {
-    const auto it = file.metadata().find("user." + key);
-    check(it != file.metadata().end() && it->second == value, "finetune", path.string(), ": the checkpoint's ", key,
-          " is ", it == file.metadata().end() ? std::string("missing") : "'" + it->second + "'", ", this run's '", value,
-          "'");
-  }
+  check_run_identity(path, identity());
   optim::load_checkpoint(ctx_, path, lora_.parameters(), optimizer_.get());
 }
 

@@ -3,8 +3,15 @@
 // Contract:
 // - The adapters (lora.h) are the only parameters, updated by AdamW (weight decay 0) at a
 //   constant learning rate; the base weights stay as mapped. Each step takes `batch` training
-//   examples, pads them to the longest with ignored targets, and minimizes the mean cross entropy
-//   of the counted tokens (dataset.h) through qwen3_logits, checkpointing activations per block.
+//   examples and minimizes the mean cross entropy of their counted tokens (dataset.h) through
+//   qwen3_logits, checkpointing activations per block. Each example runs alone (no padding); its
+//   loss is its share of the batch's mean, and the step's gradient is the sum of the examples'
+//   gradients in batch order, from zero.
+// - Data parallel (comm.h): with N processes, rank r runs the examples [B r / N, B (r + 1) / N)
+//   of the batch, and the ranks gather every example's gradient, which each sums in batch order
+//   as one process would: the same additions in the same order, so the adapters are bit for bit
+//   those of a single process with the same batch (for the same thread count: tests/train/
+//   finetune_mpi.sh). Every rank holds the whole model and data; only rank 0 should write files.
 // - Which examples a step takes is a pure function of (seed, step): each epoch is a permutation
 //   of the training examples drawn from the counter RNG keyed by (seed, epoch), and step s takes
 //   positions s * batch ... of that endless sequence. LoRA dropout is keyed by the step. So a
@@ -27,6 +34,7 @@
 
 #include "tempra/core/exec_context.h"
 #include "tempra/optim/adamw.h"
+#include "tempra/train/comm.h"
 #include "tempra/train/dataset.h"
 #include "tempra/train/lora.h"
 #include "tempra/train/qwen3_train.h"
@@ -46,6 +54,18 @@ struct Split {
 };
 Split split_examples(std::vector<Example> all, double eval_fraction, uint64_t seed);
 
+// Which training examples step `step` takes (indices into n examples): the contract's endless
+// sequence of permutations keyed by (seed, epoch). Evolution strategies' generations take theirs
+// by the same rule (es_trainer.h).
+std::vector<size_t> batch_indices(size_t n, int64_t batch, uint64_t seed, int64_t step);
+
+// What the trainers' checkpoints record to recognize their run: the shortest decimal that
+// round-trips a real, and a hash (FNV-1a) of the training tokens and their marks.
+std::string shortest_decimal(double v);
+uint64_t training_data_hash(const std::vector<Example>& examples);
+// Throws naming the key when the checkpoint at `path` (its header alone) is of another run.
+void check_run_identity(const std::filesystem::path& path, const std::map<std::string, std::string>& identity);
+
 struct StepResult {
   double loss = 0;
   int64_t tokens = 0;   // real (unpadded) tokens the step ran through the model
@@ -56,7 +76,7 @@ class Finetuner {
  public:
   // `weights` must outlive the Finetuner. train must not be empty.
   Finetuner(ExecContext& ctx, const Qwen3Weights& weights, std::vector<Example> train, std::vector<Example> eval,
-            const FinetuneOptions& options);
+            const FinetuneOptions& options, Communicator& comm = local_communicator());
 
   int64_t steps_done() const { return optimizer_->step_count(); }
   const LoraAdapter& adapter() const { return lora_; }
@@ -84,6 +104,7 @@ class Finetuner {
   std::vector<Example> train_, eval_;
   FinetuneOptions options_;
   LoraAdapter lora_;
+  Communicator& comm_;
   std::unique_ptr<optim::AdamW> optimizer_;
 };
 
