@@ -123,7 +123,8 @@ struct Run {
   std::function<double()> eval;  // empty without eval examples
   std::function<int64_t()> steps_done;
   std::function<void(const std::string&)> save, load, write_output;
-  const char* eval_name = "eval";
+  const char* eval_name = "eval";          // in the progress line
+  const char* summary_name = "eval loss";  // in the summary
 };
 
 // Whether any rank was asked to stop (each rank's flag gathered): all stop after the same step.
@@ -239,7 +240,7 @@ int run_finetune(const cli::Args& args) {
       return "reward mean " + std::to_string(r.mean).substr(0, 7) + " best " + std::to_string(r.best).substr(0, 7);
     };
     if (evolver->has_eval()) run.eval = [&] { return evolver->eval_reward(); };
-    run.eval_name = "eval reward";
+    run.eval_name = run.summary_name = "eval reward";
     run.steps_done = [&] { return evolver->steps_done(); };
     run.save = [&](const std::string& f) { evolver->save(f); };
     run.load = [&](const std::string& f) { evolver->load(f); };
@@ -293,7 +294,7 @@ int run_finetune(const cli::Args& args) {
   run.write_output(output);
   std::printf("%s: %s after %lld steps%s; checkpoint %s\n", output.c_str(),
               full ? "the model trained" : "LoRA adapter", (long long)run.steps_done(),
-              run.eval ? (", " + std::string(run.eval_name) + " " + std::to_string(eval)).c_str() : "",
+              run.eval ? (", " + std::string(run.summary_name) + " " + std::to_string(eval)).c_str() : "",
               checkpoint.c_str());
   return 0;
 }

@@ -3,7 +3,8 @@
 # a small synthesized Qwen3 (byte-level vocab): a run writes an adapter; a run stopped at step 3
 # and resumed writes the same bytes; merge writes a Q8_0 model that generates; generate takes
 # --lora; bad data exits 1 naming the line; a corrupt adapter exits 1 and writes nothing; Ctrl-C
-# (SIGINT) saves a checkpoint and exits 130, and --resume continues from it.
+# (SIGINT) saves a checkpoint and exits 130, and --resume continues from it; evolution strategies
+# (--method es) on adapters and on every weight, resumed bit for bit, and their bad options.
 set -euo pipefail
 tempra="$1"
 dir="$(mktemp -d)"
@@ -77,4 +78,32 @@ at=$(sed -n 's/.*interrupted at step \([0-9]*\).*/\1/p' err.txt)
 "$tempra" finetune "${common[@]}" --steps $((at + 1)) -o after.gguf --resume stop.ckpt >/dev/null 2> err.txt \
   || fail "resume after SIGINT: $(cat err.txt)"
 grep -q "resumed from stop.ckpt at step $at" err.txt || fail "resume after SIGINT: $(cat err.txt)"
+# Evolution strategies: progress lines with the population's rewards; a run resumed from its
+# checkpoint at 2 writes the bytes of a straight run of 4; --full writes a whole model that
+# generates; bad options exit 2 naming the option.
+es=(-m m.gguf --data colors.jsonl --method es --population 4 --sigma 0.02 --lr 0.02 --batch 2 --seed 3 -t 1)
+"$tempra" finetune "${es[@]}" --steps 4 --reward exact --eval-split 0.2 -o es.gguf > out.txt 2> err.txt \
+  || fail "ES exited $?: $(cat err.txt)"
+grep -q "evolution strategies (population 4, sigma 0.02, reward exact)" err.txt || fail "no ES header: $(cat err.txt)"
+grep -Eq "step 4/4  reward mean [0-9.]+ best [0-9.]+  eval reward [0-9.]+" err.txt || fail "no ES progress: $(cat err.txt)"
+grep -q "es.gguf: LoRA adapter after 4 steps, eval reward" out.txt || fail "no ES summary: $(cat out.txt)"
+"$tempra" finetune "${es[@]}" --steps 4 -o es_straight.gguf >/dev/null 2>&1 || fail "ES straight run"
+"$tempra" finetune "${es[@]}" --steps 2 -o es_half.gguf --checkpoint es_half.ckpt >/dev/null 2>&1 || fail "ES half run"
+"$tempra" finetune "${es[@]}" --steps 4 -o es_resumed.gguf --resume es_half.ckpt >/dev/null 2>&1 || fail "ES resume"
+cmp es_straight.gguf es_resumed.gguf || fail "the resumed ES run's adapter differs from the straight run's"
+"$tempra" finetune "${es[@]}" --steps 2 --full --reward 'regex:[a-z]' --max-new-tokens 3 -o es_full.gguf \
+  > out.txt 2> err.txt || fail "full-weight ES exited $?: $(cat err.txt)"
+grep -q "es_full.gguf: the model trained after 2 steps" out.txt || fail "no full-weight summary: $(cat out.txt)"
+"$tempra" generate -m es_full.gguf -p "Color of sky?" -n 4 --temp 0 >/dev/null 2>&1 || fail "generate on the ES model"
+for bad in "--full|--full trains every weight" "--method es --population 3|even" "--method es --reward f1|'f1' is not a reward" \
+  "--method es --reward regex:(|not a valid regular expression" "--method sgd|--method must be adamw or es"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$tempra" finetune -m m.gguf --data colors.jsonl -o never.gguf --steps 1 ${bad%|*} 2> err.txt >/dev/null
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "'${bad%|*}' exited $rc: $(cat err.txt)"
+  grep -q -- "${bad#*|}" err.txt || fail "'${bad%|*}' did not say '${bad#*|}': $(cat err.txt)"
+done
+[ ! -e never.gguf ] || fail "a bad option wrote an adapter"
 echo "finetune CLI: all checks passed"
