@@ -49,12 +49,10 @@ EsStepResult EsTrainer::train_step(int64_t* tokens) {
     batch.push_back(&train_[i]);
   int64_t batch_tokens = 0;
   for (const Example* e : batch) batch_tokens += int64_t(e->tokens.size());
-  return es_.step(
-      [&](int64_t) {
-        if (tokens) *tokens += batch_tokens;
-        return reward(ctx_, weights_, lora_, batch, options_.reward, tokenizer_);
-      },
-      comm_);
+  EsStepResult r = es_.step([&](int64_t) { return reward(ctx_, weights_, lora_, batch, options_.reward, tokenizer_); },
+                            comm_);
+  if (tokens) *tokens += batch_tokens * options_.es.population;  // every member's, over all ranks
+  return r;
 }
 
 double EsTrainer::eval_reward() {

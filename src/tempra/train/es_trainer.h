@@ -57,7 +57,7 @@ class EsTrainer {
   bool has_eval() const { return !eval_.empty(); }
   int64_t parameter_count() const { return es_.parameter_count(); }
 
-  // One generation; tokens counts every example once per member scored on this rank.
+  // One generation; adds to `tokens` the tokens all members were scored on, over all ranks.
   EsStepResult train_step(int64_t* tokens = nullptr);
   double eval_reward();
 
