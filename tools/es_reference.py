@@ -7,42 +7,24 @@ fitness and the updated center, as JSON (f32 bit patterns, and f64 as float.hex)
 (tests/train/es_test.cpp) runs tempra's EvolutionStrategy on the same description and compares
 bit for bit.
 
-The noise calls the C library's log, cos and sqrt one element at a time (Python's math module),
-as tempra's CounterRng::normal_f64 does, and never NumPy's vectorized transcendental functions,
-which may round differently. Sums and products are NumPy's separately rounded f64 operations.
+The noise is counter_rng.normal_f64 (the C library's log, cos and sqrt, one element at a time,
+as tempra's CounterRng::normal_f64). Sums and products are NumPy's separately rounded f64
+operations.
 
     es_reference.py IN.json OUT.json
 """
 import json
-import math
 import sys
 
 import numpy as np
 
-MASK = (1 << 64) - 1
-GOLDEN = 0x9E3779B97F4A7C15
+from counter_rng import MASK64, normal_f64, splitmix64_mix
+
 ES_DOMAIN = 0x65735F6E6F697365  # "es_noise"
 
 
-def splitmix64_mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
-
-
-def bits(seed, index):
-    return splitmix64_mix((splitmix64_mix(seed) + (index + 1) * GOLDEN) & MASK)
-
-
-def normal_f64(seed, index):
-    b = bits(seed, index)
-    u1 = (float(b >> 32) + 1.0) * 2.0**-32
-    u2 = float(b & 0xFFFFFFFF) * 2.0**-32
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)
-
-
 def es_stream(seed, step, pair):
-    return splitmix64_mix((splitmix64_mix(seed ^ ES_DOMAIN) + ((step << 32) | pair)) & MASK)
+    return splitmix64_mix((splitmix64_mix(seed ^ ES_DOMAIN) + ((step << 32) | pair)) & MASK64)
 
 
 def noise(seed, step, pair, n):

@@ -37,13 +37,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from counter_rng import bits as rng_bits, normal as rng_normal  # noqa: E402  tempra's counter RNG, for APOLLO's projection
 from gen_goldens import read_safetensors, tensor_bytes, write_safetensors  # noqa: E402
 
 import json  # noqa: E402
 
 F32, F64 = torch.float32, torch.float64
 MAX_FILE_BYTES = 200 * 1024
-MASK64 = (1 << 64) - 1
 
 
 def seeded(name):
@@ -62,30 +62,6 @@ def schedule_factor(step, warmup, total, min_lr_ratio):
     progress = (step - warmup) / (total - warmup)
     return min_lr_ratio + (1 - min_lr_ratio) * (1 + math.cos(math.pi * progress)) / 2
 
-
-# ----------------------------------------------------------------------------
-# tempra's counter RNG (src/tempra/core/rng.h), for APOLLO's projection
-# ----------------------------------------------------------------------------
-
-GOLDEN = 0x9E3779B97F4A7C15
-
-
-def splitmix64_mix(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-    return z ^ (z >> 31)
-
-
-def rng_bits(seed, index):
-    return splitmix64_mix((splitmix64_mix(seed) + (index + 1) * GOLDEN) & MASK64)
-
-
-def rng_normal(seed, index):
-    """CounterRng::normal: Box-Muller on the two 32-bit halves of one draw, in double, then f32."""
-    b = rng_bits(seed, index)
-    u1 = ((b >> 32) + 1.0) * 2.0 ** -32
-    u2 = (b & 0xFFFFFFFF) * 2.0 ** -32
-    return float(np.float32(math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2)))
 
 
 # ----------------------------------------------------------------------------

@@ -5,19 +5,10 @@
 # --lora; bad data exits 1 naming the line; a corrupt adapter exits 1 and writes nothing; Ctrl-C
 # (SIGINT) saves a checkpoint and exits 130, and --resume continues from it; evolution strategies
 # (--method es) on adapters and on every weight, resumed bit for bit, and their bad options.
-set -euo pipefail
-tempra="$1"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=colors_fixture.sh
+source "$(dirname "$0")/colors_fixture.sh"
 
-"$tempra" synth --type F16 --tokenizer none --vocab 600 --embd 64 --ff 128 --heads 2 --heads-kv 1 --head-dim 32 \
-  --ctx 512 m.gguf >/dev/null
-for qa in "sky|blue" "grass|green" "snow|white" "coal|black" "sun|yellow" "rose|red"; do
-  printf '{"messages": [{"role": "user", "content": "Color of %s?"}, {"role": "assistant", "content": "%s."}]}\n' \
-    "${qa%|*}" "${qa#*|}"
-done > colors.jsonl
+colors_fixture F16
 common=(-m m.gguf --data colors.jsonl --targets all --lora-r 4 --lr 1e-2 --batch 2 --lora-dropout 0.1 --seed 5 -t 1)
 
 # A straight run of 6 steps, with an eval split: progress lines, then the adapter.

@@ -4,12 +4,8 @@
 # byte-identical for gradient training with dropout (2 and 3 ranks: a batch of 4 split 2+2 and
 # 1+1+2), for evolution strategies on adapters and on every weight (2 ranks), and a run stopped
 # by SIGTERM under mpirun saves a checkpoint that resumes to the same bytes.
-set -euo pipefail
-tempra="$1"
-dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
-cd "$dir"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# shellcheck source=colors_fixture.sh
+source "$(dirname "$0")/colors_fixture.sh"
 # As root (CI containers) Open MPI wants both variables; oversubscribe: ranks may outnumber cores.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Under ASan, LeakSanitizer is off in the ranks (errors still abort): Open MPI 4.1 leaves its own
@@ -19,12 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 mpi() { local n="$1"; shift; mpirun --oversubscribe -np "$n" "$tempra" "$@"; }
 
-"$tempra" synth --type F32 --tokenizer none --vocab 600 --embd 64 --ff 128 --heads 2 --heads-kv 1 --head-dim 32 \
-  --ctx 512 m.gguf >/dev/null
-for qa in "sky|blue" "grass|green" "snow|white" "coal|black" "sun|yellow" "rose|red"; do
-  printf '{"messages": [{"role": "user", "content": "Color of %s?"}, {"role": "assistant", "content": "%s."}]}\n' \
-    "${qa%|*}" "${qa#*|}"
-done > colors.jsonl
+colors_fixture F32
 
 # Gradients, with dropout: one process, then 2 and 3 ranks (one thread each, as the one process).
 grad=(finetune -m m.gguf --data colors.jsonl --targets all --lora-r 4 --lr 1e-2 --batch 4 --lora-dropout 0.1
