@@ -3,7 +3,8 @@
 # with the same global batch, on a small synthesized Qwen3: the adapter and checkpoint files are
 # byte-identical for gradient training with dropout (2 and 3 ranks: a batch of 4 split 2+2 and
 # 1+1+2), for evolution strategies on adapters and on every weight (2 ranks), and a run stopped
-# by SIGTERM under mpirun saves a checkpoint that resumes to the same bytes.
+# by SIGTERM under mpirun saves a checkpoint that resumes to the same bytes; an error on one
+# rank ends them all.
 # shellcheck source=colors_fixture.sh
 source "$(dirname "$0")/colors_fixture.sh"
 # As root (CI containers) Open MPI wants both variables; oversubscribe: ranks may outnumber cores.
@@ -57,5 +58,12 @@ mpi 2 "${grad[@]}" --steps $((at + 2)) -o resumed.gguf --resume stop.ckpt > /dev
   || fail "the resumed 2-rank run exited $?: $(cat err.txt)"
 "$tempra" "${grad[@]}" --steps $((at + 2)) -o straight.gguf > /dev/null 2>&1 || fail "the straight run exited $?"
 cmp resumed.gguf straight.gguf || fail "stopped at $at and resumed over 2 ranks: another adapter than a straight run"
+
+# An error on rank 0 alone (its checkpoint's folder is missing) ends every rank, not a hang.
+rc=0
+timeout 120 mpirun --oversubscribe -np 2 "$tempra" "${grad[@]}" --steps 3 --checkpoint-every 1 \
+  --checkpoint missing/dir/c.ckpt -o never.gguf > /dev/null 2> err.txt || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a failed rank 0 exited $rc (124: the other rank hung): $(cat err.txt)"
+grep -q "error on rank 0 of 2" err.txt || fail "the failing rank is not named: $(cat err.txt)"
 
 echo "finetune over MPI: all checks passed"

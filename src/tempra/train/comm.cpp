@@ -28,7 +28,8 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator() {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) MPI_Init(nullptr, nullptr);
+    int provided = 0;
+    if (!initialized) MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
   }
@@ -44,6 +45,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::vector<double> allgather(std::span<const double> mine) override { return gather(mine, MPI_DOUBLE); }
   std::vector<float> allgather(std::span<const float> mine) override { return gather(mine, MPI_FLOAT); }
+  void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:
   // Counts first (they may differ by rank), then the values by MPI_Allgatherv.

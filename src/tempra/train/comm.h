@@ -11,8 +11,9 @@
 //   bit-identical to one process's (finetune.h, es.h).
 // - world(): MPI_COMM_WORLD when the program was launched by mpirun and tempra was built with
 //   MPI (the TEMPRA_MPI option, Debian's Open MPI); else the local communicator. MPI is
-//   initialized on the first call and finalized at exit; a program that mpirun did not launch
-//   never initializes it.
+//   initialized on the first call (MPI_THREAD_FUNNELED: thread pools run beside it, and only
+//   the calling thread talks to MPI) and finalized at exit; a program that mpirun did not
+//   launch never initializes it.
 #pragma once
 
 #include <span>
@@ -27,6 +28,9 @@ class Communicator {
   virtual int size() const { return 1; }
   virtual std::vector<double> allgather(std::span<const double> mine) { return {mine.begin(), mine.end()}; }
   virtual std::vector<float> allgather(std::span<const float> mine) { return {mine.begin(), mine.end()}; }
+  // Ends every rank's process with `code` (MPI_Abort): what a rank that failed alone must call,
+  // or the others wait for it forever. The local communicator has no others: it returns.
+  virtual void abort(int code) { (void)code; }
 };
 
 // A single process's communicator, for runs and tests that exchange nothing.

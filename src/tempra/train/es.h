@@ -9,8 +9,8 @@
 //   eps_k[i] = es_noise(seed, s, k, i) is a standard normal (CounterRng::normal_f64 of the stream
 //   es_stream(seed, s, k)). The noise is regenerated wherever it is needed and never stored.
 // - A member's parameters are float(double(theta_i) + (+-sigma) * eps_k[i]), written into the
-//   live arrays; the center is kept aside and copied back after each evaluation, so it returns
-//   exactly (no subtraction).
+//   live arrays from a copy of the center kept aside, which is copied back after the last
+//   member (or a failed evaluation): the center returns exactly (no subtraction).
 // - Fitness (higher is better) is shaped by centered ranks: member m gets r_m / (N - 1) - 1/2,
 //   where r_m is its rank in ascending fitness from 0, tied members sharing the mean of their
 //   ranks (so equal rewards carry equal weight). Every fitness must be finite.

@@ -65,16 +65,23 @@ std::map<std::string, std::string> EsTrainer::identity() const {
   uint64_t names = 0xcbf29ce484222325ull;  // FNV-1a of the parameters' names: which weights train
   for (const optim::Param& p : params_)
     for (char c : p.name + '\n') names = (names ^ uint8_t(c)) * 0x100000001b3ull;
-  return {{"method", "es"},
-          {"es.population", std::to_string(options_.es.population)},
-          {"es.sigma", shortest_decimal(options_.es.sigma)},
-          {"lr", shortest_decimal(options_.es.lr)},
-          {"reward", options_.reward.name()},
-          {"seed", std::to_string(options_.es.seed)},
-          {"batch", std::to_string(options_.batch)},
-          {"parameters_fnv1a", std::to_string(names)},
-          {"train_examples", std::to_string(train_.size())},
-          {"train_data_fnv1a", std::to_string(training_data_hash(train_))}};
+  std::map<std::string, std::string> id{{"method", "es"},
+                                       {"es.population", std::to_string(options_.es.population)},
+                                       {"es.sigma", shortest_decimal(options_.es.sigma)},
+                                       {"lr", shortest_decimal(options_.es.lr)},
+                                       {"reward", options_.reward.name()},
+                                       {"seed", std::to_string(options_.es.seed)},
+                                       {"batch", std::to_string(options_.batch)},
+                                       {"parameters_fnv1a", std::to_string(names)},
+                                       {"train_examples", std::to_string(train_.size())},
+                                       {"train_data_fnv1a", std::to_string(training_data_hash(train_))}};
+  if (options_.reward.kind == Reward::Kind::regex)
+    id["reward.max_new_tokens"] = std::to_string(options_.reward.max_new_tokens);
+  if (lora_) {  // the names fix the targets; rank and alpha set the scale every fitness sees
+    id["lora.rank"] = std::to_string(lora_->config().rank);
+    id["lora.alpha"] = shortest_decimal(lora_->config().alpha);
+  }
+  return id;
 }
 
 void EsTrainer::save(const std::filesystem::path& path) const {

@@ -11,8 +11,8 @@
 //   fitness scalars travel; every rank then holds the same parameters, bit for bit those of one
 //   process (tests/train/finetune_mpi.sh). Only rank 0 should write files.
 // - save writes the parameters and the generation count, with the run's identity (method,
-//   population, sigma, lr, reward, seed, batch, the parameters' names and a hash of the training
-//   tokens), atomically (optim/checkpoint.h); load refuses another run's checkpoint naming the
+//   population, sigma, lr, reward and its length limit, seed, batch, the parameters' names, the
+//   adapter's rank and alpha, and a hash of the training tokens), atomically (optim/checkpoint.h); load refuses another run's checkpoint naming the
 //   key, and a resumed run continues bit for bit.
 #pragma once
 

@@ -132,13 +132,15 @@ StepResult Finetuner::train_step() {
     optimizer_->zero_grad();
     double loss_value = 0;
     if (one.counted > 0) {
+      // Dropout keyed by the example's place in the step (step * batch + j): each example its
+      // own mask, and the same one whichever rank runs it.
       // The example's share of the batch's mean: its own mean times counted / the batch's counted.
       const Array loss = mul(ctx_,
                              lm_loss(ctx_,
                                      qwen3_logits(ctx_, weights_, one.tokens,
                                                   {.lora = &lora_,
                                                    .checkpoint = options_.checkpoint_activations,
-                                                   .train_step = uint64_t(step)}),
+                                                   .train_step = uint64_t(step) * uint64_t(n) + uint64_t(j)}),
                                      one.targets),
                              double(one.counted) / double(r.counted));
       ag::backward(ctx_, loss);

@@ -14,7 +14,8 @@
 //   finetune_mpi.sh). Every rank holds the whole model and data; only rank 0 should write files.
 // - Which examples a step takes is a pure function of (seed, step): each epoch is a permutation
 //   of the training examples drawn from the counter RNG keyed by (seed, epoch), and step s takes
-//   positions s * batch ... of that endless sequence. LoRA dropout is keyed by the step. So a
+//   positions s * batch ... of that endless sequence. LoRA dropout is keyed by s * batch + j for
+//   the batch's example j. So a
 //   run resumed from a checkpoint (save, then load into a fresh Finetuner over the same data and
 //   options) continues bit for bit as if it had never stopped.
 // - split_examples holds out round(fraction * n) examples for evaluation (at least one when the

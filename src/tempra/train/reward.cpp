@@ -96,11 +96,11 @@ double reward(ExecContext& ctx, const Qwen3Weights& weights, const LoraAdapter* 
       sum += loss.at({}) * double(n);
       counted += n;
     }
-    check(counted > 0, "reward", "the examples count no token to score");
-    return -sum / double(counted);
+    return counted == 0 ? 0.0 : -sum / double(counted);  // nothing to score: every member ties
   }
   int64_t hits = 0;
   for (const Example* e : examples) {
+    if (e->tokens.empty()) continue;  // no prompt to continue, no answer to match: a miss
     if (reward.kind == Reward::Kind::exact) hits += exact(ctx, weights, lora, *e);
     else
       hits += std::regex_search(

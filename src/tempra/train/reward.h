@@ -2,7 +2,8 @@
 // current weights on some examples (dataset.h), from forward passes alone.
 //
 // Contract (higher is better; each runs the examples one at a time, without dropout):
-// - loss: minus the mean cross entropy of every counted token (as Finetuner::eval_loss).
+// - loss: minus the mean cross entropy of every counted token (as Finetuner::eval_loss); 0 when
+//   the examples count none.
 // - exact: the fraction of examples whose every counted token is the greedy (argmax, lowest id
 //   on ties) prediction from the tokens before it. That is exactly when greedy decoding from
 //   the prompt reproduces the answer through its end of turn, found in one forward pass
