@@ -133,7 +133,7 @@ struct Run {
 // Whether any rank was asked to stop (each rank's flag gathered): all stop after the same step.
 bool any_rank_stopping(train::Communicator& comm) {
   const double mine = g_stop ? 1.0 : 0.0;
-  for (double v : comm.allgather(std::span<const double>(&mine, 1)))
+  for (double v : comm.allgather(std::vector<double>{mine}))
     if (v != 0) return true;
   return false;
 }

@@ -236,8 +236,8 @@ class ThreadRanks {
     Rank(ThreadRanks& all, int rank) : all_(all), rank_(rank) {}
     int rank() const override { return rank_; }
     int size() const override { return all_.n_; }
-    std::vector<double> allgather(std::span<const double> mine) override { return all_.gather(rank_, mine, all_.doubles_); }
-    std::vector<float> allgather(std::span<const float> mine) override { return all_.gather(rank_, mine, all_.floats_); }
+    std::vector<double> allgather(std::vector<double> mine) override { return all_.gather(rank_, mine, all_.doubles_); }
+    std::vector<float> allgather(std::vector<float> mine) override { return all_.gather(rank_, mine, all_.floats_); }
 
    private:
     ThreadRanks& all_;
@@ -258,8 +258,8 @@ class ThreadRanks {
 
  private:
   template <class T>
-  std::vector<T> gather(int rank, std::span<const T> mine, std::vector<std::vector<T>>& slots) {
-    slots[size_t(rank)].assign(mine.begin(), mine.end());
+  std::vector<T> gather(int rank, std::vector<T>& mine, std::vector<std::vector<T>>& slots) {
+    slots[size_t(rank)] = std::move(mine);
     sync_.arrive_and_wait();  // every rank's values are in
     std::vector<T> out;
     for (const std::vector<T>& s : slots) out.insert(out.end(), s.begin(), s.end());

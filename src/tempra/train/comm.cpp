@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 
 #include "tempra/core/error.h"
 #endif
@@ -43,8 +44,8 @@ class MpiCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  std::vector<double> allgather(std::span<const double> mine) override { return gather(mine, MPI_DOUBLE); }
-  std::vector<float> allgather(std::span<const float> mine) override { return gather(mine, MPI_FLOAT); }
+  std::vector<double> allgather(std::vector<double> mine) override { return gather<double>(mine, MPI_DOUBLE); }
+  std::vector<float> allgather(std::vector<float> mine) override { return gather<float>(mine, MPI_FLOAT); }
   void abort(int code) override { MPI_Abort(MPI_COMM_WORLD, code); }
 
  private:

@@ -16,7 +16,6 @@
 //   launch never initializes it.
 #pragma once
 
-#include <span>
 #include <vector>
 
 namespace tempra::train {
@@ -26,8 +25,10 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const { return 0; }
   virtual int size() const { return 1; }
-  virtual std::vector<double> allgather(std::span<const double> mine) { return {mine.begin(), mine.end()}; }
-  virtual std::vector<float> allgather(std::span<const float> mine) { return {mine.begin(), mine.end()}; }
+  // `mine` by value: one process hands its values straight back, without a copy (a step's
+  // gradients are batch x the adapters' size).
+  virtual std::vector<double> allgather(std::vector<double> mine) { return mine; }
+  virtual std::vector<float> allgather(std::vector<float> mine) { return mine; }
   // Ends every rank's process with `code` (MPI_Abort): what a rank that failed alone must call,
   // or the others wait for it forever. The local communicator has no others: it returns.
   virtual void abort(int code) { (void)code; }

@@ -120,7 +120,7 @@ EsStepResult EvolutionStrategy::step(const std::function<double(int64_t member)>
   restore();
 
   // Rank r sent its members r, r + size, ...: back into member order.
-  const std::vector<double> gathered = comm.allgather(std::span<const double>(mine));
+  const std::vector<double> gathered = comm.allgather(std::move(mine));
   EsStepResult r;
   r.fitness.resize(size_t(n));
   size_t at = 0;

@@ -82,12 +82,12 @@ std::vector<const Example*> Finetuner::batch_for(int64_t step) const {
   return out;
 }
 
-Finetuner::Batch Finetuner::make_batch(const std::vector<const Example*>& examples) const {
+LmBatch lm_batch(ExecContext& ctx, std::span<const Example* const> examples) {
   size_t T = 0;
   for (const Example* e : examples) T = std::max(T, e->tokens.size());
   const size_t B = examples.size();
   std::vector<int32_t> tokens(B * T, 0), targets(B * T, int32_t(kIgnore));
-  Batch batch;
+  LmBatch batch;
   for (size_t b = 0; b < B; ++b) {
     const Example& e = *examples[b];
     std::copy(e.tokens.begin(), e.tokens.end(), tokens.begin() + ptrdiff_t(b * T));
@@ -98,9 +98,26 @@ Finetuner::Batch Finetuner::make_batch(const std::vector<const Example*>& exampl
       }
     batch.tokens_real += int64_t(e.tokens.size());
   }
-  batch.tokens = Array::from_values<int32_t>(ctx_, {int64_t(B), int64_t(T)}, tokens);
-  batch.targets = Array::from_values<int32_t>(ctx_, {int64_t(B), int64_t(T)}, targets);
+  batch.tokens = Array::from_values<int32_t>(ctx, {int64_t(B), int64_t(T)}, tokens);
+  batch.targets = Array::from_values<int32_t>(ctx, {int64_t(B), int64_t(T)}, targets);
   return batch;
+}
+
+double mean_lm_loss(ExecContext& ctx, const Qwen3Weights& weights, const LoraAdapter* lora,
+                    std::span<const Example* const> examples, int64_t group) {
+  NoGradGuard no_grad;
+  double sum = 0;
+  int64_t counted = 0;
+  for (size_t first = 0; first < examples.size(); first += size_t(group)) {
+    const LmBatch batch = lm_batch(ctx, examples.subspan(first, std::min(examples.size() - first, size_t(group))));
+    if (batch.counted == 0) continue;
+    const Array loss = lm_loss(
+        ctx, qwen3_logits(ctx, weights, batch.tokens, {.lora = lora, .checkpoint = false, .train_step = {}}),
+        batch.targets);
+    sum += loss.at({}) * double(batch.counted);
+    counted += batch.counted;
+  }
+  return counted == 0 ? NAN : sum / double(counted);
 }
 
 StepResult Finetuner::train_step() {
@@ -128,13 +145,13 @@ StepResult Finetuner::train_step() {
   std::vector<double> losses;
   grads.reserve(size_t((last - first) * n_values));
   for (int64_t j = first; j < last; ++j) {
-    const Batch one = make_batch({examples[size_t(j)]});
+    const LmBatch one = lm_batch(ctx_, std::span<const Example* const>(&examples[size_t(j)], 1));
     optimizer_->zero_grad();
     double loss_value = 0;
     if (one.counted > 0) {
-      // Dropout keyed by the example's place in the step (step * batch + j): each example its
-      // own mask, and the same one whichever rank runs it.
       // The example's share of the batch's mean: its own mean times counted / the batch's counted.
+      // Dropout is keyed by its place in the step (step * batch + j): each example its own
+      // mask, the same whichever rank runs it.
       const Array loss = mul(ctx_,
                              lm_loss(ctx_,
                                      qwen3_logits(ctx_, weights_, one.tokens,
@@ -153,8 +170,8 @@ StepResult Finetuner::train_step() {
       else grads.insert(grads.end(), size_t(p.value.numel()), 0.0f);
     }
   }
-  const std::vector<float> all = comm_.allgather(std::span<const float>(grads));
-  const std::vector<double> all_losses = comm_.allgather(std::span<const double>(losses));
+  const std::vector<float> all = comm_.allgather(std::move(grads));
+  const std::vector<double> all_losses = comm_.allgather(std::move(losses));
 
   // The sum over the examples in batch order, from zero: the same additions in the same order
   // whatever the number of processes.
@@ -173,21 +190,9 @@ StepResult Finetuner::train_step() {
 }
 
 double Finetuner::eval_loss() {
-  NoGradGuard no_grad;
-  double sum = 0;
-  int64_t counted = 0;
-  for (size_t first = 0; first < eval_.size(); first += size_t(options_.batch)) {
-    std::vector<const Example*> group;
-    for (size_t i = first; i < std::min(eval_.size(), first + size_t(options_.batch)); ++i) group.push_back(&eval_[i]);
-    const Batch batch = make_batch(group);
-    if (batch.counted == 0) continue;
-    const Array loss =
-        lm_loss(ctx_, qwen3_logits(ctx_, weights_, batch.tokens, {.lora = &lora_, .checkpoint = false, .train_step = {}}),
-                batch.targets);
-    sum += loss.at({}) * double(batch.counted);
-    counted += batch.counted;
-  }
-  return counted == 0 ? NAN : sum / double(counted);
+  std::vector<const Example*> all;
+  for (const Example& e : eval_) all.push_back(&e);
+  return mean_lm_loss(ctx_, weights_, &lora_, all, options_.batch);
 }
 
 std::string shortest_decimal(double v) {

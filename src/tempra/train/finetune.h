@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,19 @@ uint64_t training_data_hash(const std::vector<Example>& examples);
 // Throws naming the key when the checkpoint at `path` (its header alone) is of another run.
 void check_run_identity(const std::filesystem::path& path, const std::map<std::string, std::string>& identity);
 
+// tokens i32 [B, T] and next-token targets i32 [B, T] of `examples`, padded to the longest:
+// a target is -100 (lm_loss's ignored index) where the next token is not counted, and in padding.
+struct LmBatch {
+  Array tokens, targets;
+  int64_t tokens_real = 0, counted = 0;  // unpadded tokens; targets that count
+};
+LmBatch lm_batch(ExecContext& ctx, std::span<const Example* const> examples);
+
+// The mean cross entropy over every counted token of `examples`, run `group` at a time without
+// dropout or gradients; NaN when they count none. Finetuner::eval_loss and the loss reward.
+double mean_lm_loss(ExecContext& ctx, const Qwen3Weights& weights, const LoraAdapter* lora,
+                    std::span<const Example* const> examples, int64_t group);
+
 struct StepResult {
   double loss = 0;
   int64_t tokens = 0;   // real (unpadded) tokens the step ran through the model
@@ -91,12 +105,6 @@ class Finetuner {
   void load(const std::filesystem::path& path);
 
  private:
-  // tokens [B, T] and next-token targets [B, T] (-100: not counted, or padding) of `examples`.
-  struct Batch {
-    Array tokens, targets;
-    int64_t tokens_real = 0, counted = 0;
-  };
-  Batch make_batch(const std::vector<const Example*>& examples) const;
   std::vector<const Example*> batch_for(int64_t step) const;
   std::map<std::string, std::string> identity() const;
 

@@ -2,10 +2,12 @@
 #include "tempra/train/reward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "tempra/core/error.h"
 #include "tempra/core/grad_node.h"
+#include "tempra/train/finetune.h"
 
 namespace tempra::train {
 namespace {
@@ -82,21 +84,8 @@ double reward(ExecContext& ctx, const Qwen3Weights& weights, const LoraAdapter* 
   check(!examples.empty(), "reward", "no examples to score");
   NoGradGuard no_grad;
   if (reward.kind == Reward::Kind::loss) {
-    double sum = 0;
-    int64_t counted = 0;
-    for (const Example* e : examples) {
-      std::vector<int32_t> targets(e->tokens.size(), -100);  // lm_loss's ignored index
-      int64_t n = 0;
-      for (size_t i = 1; i < e->tokens.size(); ++i)
-        if (e->counted[i]) targets[i - 1] = e->tokens[i], ++n;
-      if (n == 0) continue;
-      const Array ids = Array::from_values<int32_t>(ctx, {1, int64_t(e->tokens.size())}, e->tokens);
-      const Array loss = lm_loss(ctx, qwen3_logits(ctx, weights, ids, {.lora = lora, .checkpoint = false, .train_step = {}}),
-                                 Array::from_values<int32_t>(ctx, {1, int64_t(targets.size())}, targets));
-      sum += loss.at({}) * double(n);
-      counted += n;
-    }
-    return counted == 0 ? 0.0 : -sum / double(counted);  // nothing to score: every member ties
+    const double loss = mean_lm_loss(ctx, weights, lora, examples, 1);
+    return std::isnan(loss) ? 0.0 : -loss;  // nothing to score: every member ties
   }
   int64_t hits = 0;
   for (const Example* e : examples) {
