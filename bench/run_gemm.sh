@@ -3,11 +3,8 @@
 #
 # Usage: [BUILD=build/bench] bench/run_gemm.sh [out.json] [gemm_bench flags, e.g. --benchmark_filter=sweep]
 # Three repetitions per benchmark; the table shows medians and the ratio tempra / OpenBLAS
-# (above 1: tempra is faster). OpenBLAS runs with the kernel that fits this CPU, whatever the shell
-# exports (GEMM_CORETYPE=... picks another): SkylakeX where the CPU has AVX-512 (F, BW, VL, DQ),
-# Zen on an AMD CPU with AVX2, Haswell on any other with AVX2 and FMA, else OpenBLAS's own choice.
-# Debian's OpenBLAS 0.3.21 does not know recent Xeon models and falls back to its SSE3 kernel
-# there (../shared/MACHINE.md); forcing SkylakeX on a CPU without AVX-512 would crash or mislead.
+# (above 1: tempra is faster). OpenBLAS runs with the kernel that fits this CPU
+# (bench/openblas_core.sh says which and why).
 # The half-weight rows (weights_f16, weights_bf16) have no OpenBLAS
 # counterpart; they are set beside OpenBLAS's f32 sgemm on the same weights shape, marked (f32).
 set -euo pipefail
@@ -15,19 +12,7 @@ set -euo pipefail
 BUILD=${BUILD:-build/bench}
 OUT_JSON=${1:-/tmp/gemm.json}
 [ $# -gt 0 ] && shift
-cpu_flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
-has() { [[ " ${cpu_flags#*:} " == *" $1 "* ]]; }
-if [ -n "${GEMM_CORETYPE:-}" ]; then
-  export OPENBLAS_CORETYPE=$GEMM_CORETYPE
-elif has avx512f && has avx512bw && has avx512vl && has avx512dq; then
-  export OPENBLAS_CORETYPE=SkylakeX
-elif has avx2 && has fma && grep -qm1 AuthenticAMD /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=Zen
-elif has avx2 && has fma; then
-  export OPENBLAS_CORETYPE=Haswell
-else
-  unset OPENBLAS_CORETYPE
-fi
+source "$(dirname "$0")/openblas_core.sh"
 BINARY="$BUILD/bench/gemm_bench"
 if [ ! -x "$BINARY" ]; then
   echo "run_gemm.sh: $BINARY not found (configure with -DTEMPRA_BUILD_BENCH=ON; needs libopenblas-dev)" >&2

@@ -7,7 +7,10 @@
 # Each base is synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
 # real tokenizer) into MODELS and reused. For each type: alternating rounds of tempra and of
 # PyTorch (its f32 base), medians, then each side's peak RSS. Prints `uptime` first: the machine
-# may be shared, and load moves timings.
+# may be shared, and load moves timings. PyTorch's matmuls are Debian's OpenBLAS: it runs with the
+# kernel that fits this CPU (bench/openblas_core.sh) on THREADS threads of its own, its fastest
+# setting measured here (a 256 x 1024 x 3072 product: 38 GFLOP/s on the SSE3 kernel OpenBLAS picks
+# by itself on recent Xeons, 179-186 with SkylakeX; records before 2026-12-06 ran the SSE3 kernel).
 set -euo pipefail
 
 BUILD=${BUILD:-build/release}
@@ -17,7 +20,10 @@ ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-2}
 TYPES=${TYPES:-"Q8_0 F16"}
 mkdir -p "$MODELS"
+source "$(dirname "$0")/openblas_core.sh"
+export OPENBLAS_NUM_THREADS=$THREADS
 lscpu | grep -m1 'Model name'
+echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS picks)} OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS"
 /usr/bin/python3 -c 'import torch; print("torch", torch.__version__)'
 for type in $TYPES; do
   model="$MODELS/qwen3-0.6b-$type.gguf"
