@@ -66,17 +66,33 @@ Array unary_vjp(ExecContext& ctx, UnaryOp op, const Array& x, const Array& y, co
 std::vector<Array> binary_vjp(ExecContext& ctx, BinaryOp op, const Array& a, const Array& b, const Array& g,
                               const std::vector<bool>& needs) {
   const Dims shape = g.shape();
-  const Array wa = detail::widen(ctx, a).broadcast_to(shape), wb = detail::widen(ctx, b).broadcast_to(shape);
   const Array wg = detail::widen(ctx, g);
+  std::vector<Array> grads(2);
+  const auto summed_to = [&](int i, const Array& full, const Array& operand) {
+    grads[size_t(i)] = detail::narrow(ctx, sum_to(ctx, full, operand.shape()), operand.dtype());
+  };
+  // The derivatives of add, sub and mul need no kernel of their own: g itself, -g, and g times
+  // the other operand (the forward's kernel; the same bits as binary_grad's g * 1, g * -1, g * b),
+  // each computed only where an input wants it.
+  if (op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::mul) {
+    if (needs[0]) summed_to(0, op == BinaryOp::mul ? binary_value(ctx, BinaryOp::mul, wg, detail::widen(ctx, b)) : wg, a);
+    if (needs[1])
+      summed_to(1,
+                op == BinaryOp::mul   ? binary_value(ctx, BinaryOp::mul, wg, detail::widen(ctx, a))
+                : op == BinaryOp::sub ? unary_value(ctx, UnaryOp::neg, wg)
+                                      : wg,
+                b);
+    return grads;
+  }
+  const Array wa = detail::widen(ctx, a).broadcast_to(shape), wb = detail::widen(ctx, b).broadcast_to(shape);
   Array ga = Array::empty(ctx, shape, wg.dtype()), gb = Array::empty(ctx, shape, wg.dtype());
   detail::with_float_type(wg.dtype(), op_name(op), [&](auto tag) {
     using T = decltype(tag);
     detail::float_kernels<T>(ctx).binary_grad(op, wa.cref<T>(), wb.cref<T>(), wg.cref<T>(), ga.ref<T>(), gb.ref<T>(),
                                               ctx.threads());
   });
-  std::vector<Array> grads(2);
-  if (needs[0]) grads[0] = detail::narrow(ctx, sum_to(ctx, ga, a.shape()), a.dtype());
-  if (needs[1]) grads[1] = detail::narrow(ctx, sum_to(ctx, gb, b.shape()), b.dtype());
+  if (needs[0]) summed_to(0, ga, a);
+  if (needs[1]) summed_to(1, gb, b);
   return grads;
 }
 
