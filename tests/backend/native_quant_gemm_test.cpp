@@ -1,5 +1,8 @@
-// tests/backend/native_quant_gemm_test.cpp: the GEMM over block-quantized weights
-// (Kernels::gemm_quant_weights, c = a w^T) against a float64 product, on both backends.
+// tests/backend/native_quant_gemm_test.cpp: the GEMMs over stored weights against a float64
+// product, on both backends: block-quantized weights transposed (Kernels::gemm_quant_weights,
+// c = a w^T, the forward of a linear layer), and any stored weights untransposed
+// (Kernels::gemm_stored_weights_nn, c = a w with w in f16, bf16 or a block format: its input
+// gradient).
 //
 // The reference decodes w with the format's reference decoder (quant/formats.h, itself held to
 // ggml by tests/quant) and multiplies in double. Both kernels multiply the same decoded f32
@@ -17,6 +20,7 @@
 #include <string>
 
 #include "backend/parity.h"
+#include "tempra/core/half.h"
 #include "tempra/quant/formats.h"
 
 namespace tempra {
@@ -116,6 +120,80 @@ TEST(NativeQuantGemm, PanelsSlicesAndFewRows) {
   check_quant_gemm(q8_0, {40, 37, 288}, worst);    // a last slice of one 32-element block
   check_quant_gemm(q8_0, {100, 130, 32}, worst);   // a single, partial slice
   for (int64_t m : {1, 5, 32}) check_quant_gemm(q4_k, {m, 70, 512}, worst);
+}
+
+// c = a w (w[n, k] stored as `dtype`: f16, bf16 or a block format) against float64 over the
+// decoded w, with gemm_quant_weights' bound (depth n here); native bitwise on 1 and 2 threads.
+void check_stored_nn(DType dtype, Shape s, Worst& worst) {
+  const auto [m, n, k] = s;  // c is m x k; the depth is n, w's rows
+  SCOPED_TRACE(std::string(dtype.name()) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+               " k=" + std::to_string(k));
+  const int64_t lda = n + 5;
+  const auto a = parity::random_floats(size_t(m * lda), uint64_t(3 * m + n));
+  const auto w_values = parity::random_floats(size_t(n * k), uint64_t(n + 7 * k), -2, 2);
+  const size_t row_bytes = dtype.bytes_for(k);
+  std::vector<uint8_t> w(n * row_bytes);  // exactly n rows: a read past them is an ASan error
+  std::vector<float> decoded(size_t(n * k));
+  const quant::QuantFormat* format = quant::find_format(dtype);
+  for (int64_t p = 0; p < n; ++p) {
+    uint8_t* row = w.data() + p * row_bytes;
+    const float* values = w_values.data() + p * k;
+    float* out = decoded.data() + p * k;
+    if (format) {
+      format->quantize_row(values, row, k);
+      format->dequantize_row(row, out, k);
+    } else
+      for (int64_t j = 0; j < k; ++j) {
+        if (dtype == DType::f16) reinterpret_cast<f16_t*>(row)[j] = to_f16(values[j]);
+        else reinterpret_cast<bf16_t*>(row)[j] = to_bf16(values[j]);
+        out[j] = dtype == DType::f16 ? to_f32(reinterpret_cast<f16_t*>(row)[j]) : to_f32(reinterpret_cast<bf16_t*>(row)[j]);
+      }
+  }
+  std::vector<double> exact(size_t(m * k)), bound(size_t(m * k));
+  std::vector<float> want(size_t(m * k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < n; ++p) {
+        const double product = double(a[i * lda + p]) * decoded[p * k + j];
+        sum += product;
+        magnitude += std::abs(product);
+      }
+      exact[i * k + j] = sum;
+      want[i * k + j] = float(sum);
+      bound[i * k + j] = 2.0 * n * FLT_EPSILON * magnitude + 1e-30;
+    }
+  ThreadPool one(1), two(2);
+  std::vector<float> scalar(m * k, NAN), native(m * k, NAN), native2(m * k, NAN);
+  scalar_kernels().gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, scalar.data(), k, one);
+  const Kernels& nat = kernels_for(Backend::native);
+  nat.gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, native.data(), k, one);
+  nat.gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, native2.data(), k, two);
+  EXPECT_TRUE(parity::within(scalar, want, bound)) << "scalar";
+  EXPECT_TRUE(parity::within(native, want, bound)) << "native";
+  EXPECT_TRUE(parity::bitwise_equal(native2, native)) << "native, 1 vs 2 threads";
+  for (size_t e = 0; e < native.size(); ++e) {
+    const double err = std::abs(double(native[e]) - exact[e]);
+    worst.abs_error = std::max(worst.abs_error, err);
+    worst.bound_ratio = std::max(worst.bound_ratio, err / bound[e]);
+    worst.magnitude = std::max(worst.magnitude, std::abs(exact[e]));
+  }
+}
+
+// Shapes: n (the depth) past one 384-deep slice and not a multiple of it, k one block to past a
+// b panel (kNc: 6144 columns on AVX-512), k a whole number of 32-blocks but not of strips, and
+// m below the skinny threshold.
+TEST(NativeQuantGemm, StoredWeightsUntransposedMatchFloat64) {
+  const Shape shapes[] = {{33, 70, 256}, {100, 401, 768}, {257, 37, 288}, {5, 130, 32}, {40, 20, 6400}};
+  for (const char* name : {"f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k"}) {
+    const DType dtype = *dtype_from_name(name);
+    Worst worst;
+    for (Shape s : shapes)
+      if (s.k % (quant::find_format(dtype) ? quant::find_format(dtype)->block_elems : 1) == 0)
+        check_stored_nn(dtype, s, worst);
+    std::printf("[stored nn] %-6s native: max |error| %.3g (max |c| %.3g), max error / bound %.3g\n", name,
+                worst.abs_error, worst.magnitude, worst.bound_ratio);
+  }
 }
 
 TEST(NativeQuantGemm, EmptyProductsWriteZerosOrNothing) {

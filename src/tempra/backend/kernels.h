@@ -112,6 +112,15 @@ using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a,
 using QuantWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
                                  DType w_type, float* c, int64_t ldc, ThreadPool&);
 
+// c[m, k] = a[m, n] . w[n, k] with w stored in f16, bf16 or a block-quantized format (row p of
+// w is the w_type.bytes_for(k) bytes at w + p * that; k a multiple of the format's block): the
+// product a linear layer's input gradient needs (dx = dy . w, w frozen as stored), without an f32
+// copy of w. Rows of a have stride lda, c has row stride ldc. Each c[i, j] is an f32 sum over p
+// of a[i, p] times w[p, j] widened or decoded exactly (the reference decoder's values): the
+// rounding class of an f32 GEMM on the decoded weights.
+using StoredWeightGemmNN = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                                    DType w_type, float* c, int64_t ldc, ThreadPool&);
+
 // Conversion of n contiguous elements with tempra/core/half.h's contract: widening is exact,
 // narrowing rounds to nearest even (NaN stays NaN). Every backend gives the same bits.
 template <class From, class To>
@@ -131,6 +140,7 @@ struct Kernels {
   HalfWeightGemm<f16_t> gemm_f16_weights;
   HalfWeightGemm<bf16_t> gemm_bf16_weights;
   QuantWeightGemm gemm_quant_weights;
+  StoredWeightGemmNN gemm_stored_weights_nn;
   Conversion<f16_t, float> f16_to_f32;
   Conversion<bf16_t, float> bf16_to_f32;
   Conversion<float, f16_t> f32_to_f16;

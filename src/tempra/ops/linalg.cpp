@@ -151,14 +151,25 @@ Array as_rows(ExecContext& ctx, const Array& t) {
 }
 
 // y = x . w^T: dx = dy . w, dw = dy^T . x over all rows at once (one GEMM, no batch reduction).
-// A block-quantized or half w is read as f32 for dx (a transient dequantized copy: the frozen
-// base weights of a LoRA layer). A quantized w never requires a gradient (only f32/f64 arrays
-// can); a half w that came from a recorded cast gets one, computed in f32 and rounded once.
+// A block-quantized or half w with contiguous rows (the frozen base weights of a LoRA layer) is
+// read as stored for dx: the kernel widens or decodes it panel by panel, never into a whole f32
+// copy (a 151936 x 1024 head would be 594 MiB). A quantized w never requires a gradient (only
+// f32/f64 arrays can); a half w that came from a recorded cast gets one, computed in f32 and
+// rounded once.
 std::vector<Array> linear_vjp(ExecContext& ctx, const Array& x, const Array& w, const Array& g,
                               const std::vector<bool>& needs) {
   std::vector<Array> grads(2);
   const Array wg = detail::widen(ctx, g);
-  if (needs[0]) {
+  const bool stored = w.dtype().is_block_quantized() || detail::is_half(w.dtype());
+  if (needs[0] && stored && wg.dtype() == DType::f32 && w.is_contiguous()) {
+    const Array g_rows = as_rows(ctx, wg);
+    const int64_t n = w.dim(0), k = w.dim(1), rows = g_rows.dim(0);
+    Array dx = Array::empty(ctx, {rows, k}, DType::f32);
+    kernels_for(ctx.backend())
+        .gemm_stored_weights_nn(rows, n, k, g_rows.data<float>(), n, w.raw_data(), w.dtype(), dx.data<float>(), k,
+                                ctx.threads());
+    grads[0] = detail::narrow(ctx, dx.reshape(x.shape()), x.dtype());
+  } else if (needs[0]) {
     Array w_float;
     if (w.dtype().is_block_quantized()) w_float = dequantize(ctx, w);
     else w_float = detail::widen(ctx, w);

@@ -29,6 +29,11 @@
 //   n k per product whatever m is and pays off only over many rows: the prefill path. Decode
 //   steps (m <= kSkinnyRows) belong to the quantized dots (backend/quant_dot.h), which never
 //   dequantize; choosing between them is the caller's (llm/model/qwen3.cpp's linear_rows).
+// - Stored weights, untransposed (gemm_stored_weights_nn, c = a w with w[n, k] in f16, bf16 or a
+//   block-quantized format: a linear layer's input gradient): the packed path over w's rows as the
+//   depth; packing a panel widens, or decodes with dequantize_row, each row's whole-block
+//   segment [j0, j0 + nc) (kNc is a multiple of every block) once, so no f32 copy of w is ever
+//   made. The rounding class is again the f32 GEMM's on the decoded weights.
 // - With -DTEMPRA_BLAS=openblas, f32 products that would take the packed path and whose
 //   operands each have a unit stride go to cblas_sgemm on as many OpenBLAS threads as the pool
 //   has. That gives up one promise: OpenBLAS's results can change with its thread count
@@ -158,7 +163,10 @@ void pack_b(const B* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, in
       const B* src = b + p0 * b_row + (j0 + s * kNr) * b_col;
       if (width < kNr)
         for (int64_t p = 0; p < kc; ++p) std::fill(dst + p * kNr + width, dst + (p + 1) * kNr, 0.0f);
-      if (b_col == 1) {  // rows of b are contiguous
+      if (b_col == 1 && width == kNr) {  // rows of b are contiguous: a vector at a time
+        for (int64_t p = 0; p < kc; ++p)
+          for (int v = 0; v < kNv; ++v) store(dst + p * kNr + v * kLanes, load_row(src + p * b_row + v * kLanes));
+      } else if (b_col == 1) {
         for (int64_t p = 0; p < kc; ++p)
           for (int64_t j = 0; j < width; ++j) dst[p * kNr + j] = widen(src[p * b_row + j]);
       } else if (b_row == 1) {  // columns are (b = w^T): widen a vector of each at a time
@@ -215,6 +223,24 @@ void pack_b_quantized(const uint8_t* w, size_t row_bytes, const quant::QuantForm
         format.dequantize_row(w + size_t(j0 + s * kNr + j) * row_bytes + segment_offset, segment, kc);
         for (int64_t p = 0; p < kc; ++p) dst[p * kNr + j] = segment[p];
       }
+    }
+  });
+}
+
+// Packs w[p0 : p0 + kc, j0 : j0 + nc] of a block-quantized w[n, k] (b = w itself: the product
+// a w; rows of row_bytes bytes, j0 and nc whole blocks) into pack_b's strips. Each of the kc rows'
+// segment is decoded once and cut into the strips; tasks take rows, so each decodes its own.
+void pack_b_quantized_rows(const uint8_t* w, size_t row_bytes, const quant::QuantFormat& format, int64_t p0,
+                           int64_t kc, int64_t j0, int64_t nc, float* packed, ThreadPool& pool) {
+  const int64_t strips = (nc + kNr - 1) / kNr;
+  const size_t segment_offset = size_t(j0 / format.block_elems) * size_t(format.block_bytes);
+  pool.parallel_for(kc, std::max<int64_t>(1, 4096 / nc), [&](int64_t first, int64_t last) {
+    alignas(64) float segment[kNc];
+    for (int64_t p = first; p < last; ++p) {
+      format.dequantize_row(w + size_t(p0 + p) * row_bytes + segment_offset, segment, nc);
+      std::fill(segment + nc, segment + strips * kNr, 0.0f);
+      for (int64_t s = 0; s < strips; ++s)
+        for (int v = 0; v < kNv; ++v) store(packed + s * kc * kNr + p * kNr + v * kLanes, load(segment + s * kNr + v * kLanes));
     }
   });
 }
@@ -448,6 +474,24 @@ void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t
     pack_b_quantized<kQuantKc>(rows, row_bytes, format, p0, kc, j0, nc, packed, pool);
   };
   gemm_packed<kQuantKc>(m, n, k, a, lda, 1, panels, c, ldc, pool);
+}
+
+void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                            DType w_type, float* c, int64_t ldc, ThreadPool& pool) {
+  // c is m x k and the depth is n (w's rows).
+  if (empty_product(m, k, n, c, ldc)) return;
+  if (w_type == DType::f16)
+    return gemm_packed<kKc>(m, k, n, a, lda, 1, panels_of(static_cast<const f16_t*>(w), k, 1, pool), c, ldc, pool);
+  if (w_type == DType::bf16)
+    return gemm_packed<kKc>(m, k, n, a, lda, 1, panels_of(static_cast<const bf16_t*>(w), k, 1, pool), c, ldc, pool);
+  const quant::QuantFormat& format = *quant::find_format(w_type);
+  assert(kNc % format.block_elems == 0);
+  const size_t row_bytes = w_type.bytes_for(k);
+  const auto* rows = static_cast<const uint8_t*>(w);
+  auto panels = [&](int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* packed) {
+    pack_b_quantized_rows(rows, row_bytes, format, p0, kc, j0, nc, packed, pool);
+  };
+  gemm_packed<kKc>(m, k, n, a, lda, 1, panels, c, ldc, pool);
 }
 
 template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,

@@ -41,6 +41,7 @@ Kernels make_native_kernels() {
   table.gemm_f16_weights = &native::gemm_half_weights<f16_t>;
   table.gemm_bf16_weights = &native::gemm_half_weights<bf16_t>;
   table.gemm_quant_weights = &native::gemm_quant_weights;
+  table.gemm_stored_weights_nn = &native::gemm_stored_weights_nn;
   table.f16_to_f32 = &native::f16_to_f32;
   table.bf16_to_f32 = &native::bf16_to_f32;
   table.f32_to_f16 = &native::f32_to_f16;

@@ -56,6 +56,8 @@ void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
                        float* c, int64_t ldc, ThreadPool& pool);
 void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w, DType w_type,
                         float* c, int64_t ldc, ThreadPool& pool);
+void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                            DType w_type, float* c, int64_t ldc, ThreadPool& pool);
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool);
 

@@ -87,6 +87,37 @@ void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t
   });
 }
 
+// c[i, j] = sum_p a[i, p] * decode(w)[p, j], in increasing p. A task owns whole blocks of c's
+// columns (a block of the format, or 256 columns of a half w); for each p it decodes its piece
+// of w's row p onto the stack and adds a[i, p] times it to every row of c.
+void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                            DType w_type, float* c, int64_t ldc, ThreadPool& pool) {
+  const quant::QuantFormat* format = quant::find_format(w_type);
+  const int64_t block_elems = format ? format->block_elems : quant::kSuperBlock;
+  const size_t row_bytes = w_type.bytes_for(k);
+  const int64_t blocks = (k + block_elems - 1) / block_elems;
+  pool.parallel_for(blocks, std::max<int64_t>(1, 65536 / (m * n * block_elems + 1)), [&](int64_t first, int64_t last) {
+    float piece[quant::kSuperBlock];
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t j0 = b * block_elems, width = std::min(block_elems, k - j0);
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j0 + width, 0.0f);
+      for (int64_t p = 0; p < n; ++p) {
+        const auto* row = static_cast<const uint8_t*>(w) + size_t(p) * row_bytes;
+        if (format) format->dequantize_row(row + size_t(b) * format->block_bytes, piece, width);
+        else if (w_type == DType::f16)
+          for (int64_t j = 0; j < width; ++j) piece[j] = to_f32(reinterpret_cast<const f16_t*>(row)[j0 + j]);
+        else
+          for (int64_t j = 0; j < width; ++j) piece[j] = to_f32(reinterpret_cast<const bf16_t*>(row)[j0 + j]);
+        for (int64_t i = 0; i < m; ++i) {
+          const float a_ip = a[i * lda + p];
+          float* c_row = c + i * ldc + j0;
+          for (int64_t j = 0; j < width; ++j) c_row[j] += a_ip * piece[j];
+        }
+      }
+    }
+  });
+}
+
 template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,
                                        float*, int64_t, ThreadPool&);
 template void gemm_half_weights<bf16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const bf16_t*, int64_t,

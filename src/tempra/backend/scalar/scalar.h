@@ -43,6 +43,8 @@ void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t 
                        float* c, int64_t ldc, ThreadPool& pool);
 void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w, DType w_type,
                         float* c, int64_t ldc, ThreadPool& pool);
+void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,
+                            DType w_type, float* c, int64_t ldc, ThreadPool& pool);
 // Element by element through tempra/core/half.h.
 template <class From, class To>
 void convert_half(const From* in, To* out, int64_t n, ThreadPool& pool);
