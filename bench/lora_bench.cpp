@@ -13,7 +13,9 @@
 // getrusage's ru_maxrss. Not a test: the figures go to docs/BENCHMARK.md.
 //
 // usage: lora_bench --model FILE.gguf [--threads T] [--rounds R] [--steps N] [--warmup W]
-//                   [--python PATH] [--script PATH] [--tempra-only 1]
+//                   [--python PATH] [--script PATH] [--tempra-only 1] [--checkpoint-activations 0|1]
+// --checkpoint-activations 0 keeps every block's activations for the backward pass instead
+// (`tempra finetune --no-checkpoint-activations`): no forward rerun, more memory.
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -36,7 +38,7 @@ double peak_rss_mib() {
   return double(u.ru_maxrss) / 1024.0;
 }
 
-train_harness::Timing tempra_round(const train_harness::Options& o, const std::string& path) {
+train_harness::Timing tempra_round(const train_harness::Options& o, const std::string& path, bool checkpoint) {
   using namespace tempra;
   ExecContext ctx(ExecOptions{.threads = o.threads, .backend = o.backend});
   const llm::Qwen3Model model = llm::Qwen3Model::load(path);
@@ -47,7 +49,7 @@ train_harness::Timing tempra_round(const train_harness::Options& o, const std::s
   example.counted.assign(size_t(kSeq), 1);
   train::Finetuner tuner(ctx, weights, {example}, {},
                          {.lora = {.rank = 16, .alpha = 32, .targets = train::parse_targets("all")}, .lr = 1e-4,
-                          .batch = 1, .seed = 0});
+                          .batch = 1, .seed = 0, .checkpoint_activations = checkpoint});
   return train_harness::time_steps(o.steps, o.warmup, [&] { tuner.train_step(); });
 }
 
@@ -56,9 +58,12 @@ train_harness::Timing tempra_round(const train_harness::Options& o, const std::s
 int main(int argc, char** argv) {
   // --model is ours; the rest is the harness's.
   std::string model;
+  bool checkpoint = true;
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
+    else if (std::strcmp(argv[i], "--checkpoint-activations") == 0 && i + 1 < argc)
+      checkpoint = std::strcmp(argv[++i], "0") != 0;
     else rest.push_back(argv[i]);
   }
   if (model.empty()) {
@@ -70,7 +75,7 @@ int main(int argc, char** argv) {
   std::printf("LoRA step (%s; rank 16 on q,k,v,o,gate,up,down; seq %lld; forward + backward + AdamW), %d threads, "
               "%d steps per round\n",
               model.c_str(), (long long)kSeq, o.threads, o.steps);
-  const int rc = train_harness::run_rounds("lora_bench", o, [&] { return tempra_round(o, model); });
+  const int rc = train_harness::run_rounds("lora_bench", o, [&] { return tempra_round(o, model, checkpoint); });
   std::printf("tempra peak RSS %.0f MiB\n", peak_rss_mib());
   return rc;
 }

@@ -169,7 +169,18 @@ void pack_b(const B* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, in
       } else if (b_col == 1) {
         for (int64_t p = 0; p < kc; ++p)
           for (int64_t j = 0; j < width; ++j) dst[p * kNr + j] = widen(src[p * b_row + j]);
-      } else if (b_row == 1) {  // columns are (b = w^T): widen a vector of each at a time
+      } else if (b_row == 1 && width == kNr) {  // columns are (b = w^T): kLanes x kLanes blocks transposed
+        int64_t p = 0;
+        for (; p + kLanes <= kc; p += kLanes)
+          for (int v = 0; v < kNv; ++v) {
+            V block[kLanes];  // rows v kLanes + i of w, depth p .. p + kLanes
+            for (int i = 0; i < kLanes; ++i) block[i] = load_row(src + (v * kLanes + i) * b_col + p);
+            transpose(block);
+            for (int l = 0; l < kLanes; ++l) store(dst + (p + l) * kNr + v * kLanes, block[l]);
+          }
+        for (; p < kc; ++p)
+          for (int64_t j = 0; j < width; ++j) dst[p * kNr + j] = widen(src[p + j * b_col]);
+      } else if (b_row == 1) {  // a last, partial strip: widen a vector of each column at a time
         for (int64_t j = 0; j < width; ++j) {
           const B* column = src + j * b_col;
           float lanes[kLanes];

@@ -109,6 +109,32 @@ inline float reduce_max(V v) {
   s4 = _mm_max_ss(s4, _mm_movehdup_ps(s4));
   return _mm_cvtss_f32(s4);
 }
+// r[i] lane l becomes r[l] lane i (a 16 x 16 block): within each 128-bit quarter, two rounds of
+// 4 x 4 interleaves, then the quarters exchanged in two rounds of vshuff32x4.
+inline void transpose(V (&r)[kLanes]) {
+  V t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  // u[4g + s], quarter q: rows 4g .. 4g + 3 at column 4q + s.
+  for (int g = 0; g < 4; ++g) {
+    const V* tg = t + 4 * g;
+    u[4 * g + 0] = _mm512_shuffle_ps(tg[0], tg[2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(tg[0], tg[2], 0xEE);
+    u[4 * g + 2] = _mm512_shuffle_ps(tg[1], tg[3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(tg[1], tg[3], 0xEE);
+  }
+  for (int s = 0; s < 4; ++s) {
+    const V even_lo = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88), odd_lo = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xDD);
+    const V even_hi = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x88),
+            odd_hi = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xDD);
+    r[s] = _mm512_shuffle_f32x4(even_lo, even_hi, 0x88);
+    r[8 + s] = _mm512_shuffle_f32x4(even_lo, even_hi, 0xDD);
+    r[4 + s] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0x88);
+    r[12 + s] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0xDD);
+  }
+}
 
 #elif TEMPRA_SIMD_AVX2
 using V = __m256;
@@ -178,6 +204,25 @@ inline float reduce_max(V v) {
   s4 = _mm_max_ss(s4, _mm_movehdup_ps(s4));
   return _mm_cvtss_f32(s4);
 }
+// r[i] lane l becomes r[l] lane i (an 8 x 8 block).
+inline void transpose(V (&r)[kLanes]) {
+  V t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 2; ++g) {
+    const V* tg = t + 4 * g;
+    u[4 * g + 0] = _mm256_shuffle_ps(tg[0], tg[2], 0x44);
+    u[4 * g + 1] = _mm256_shuffle_ps(tg[0], tg[2], 0xEE);
+    u[4 * g + 2] = _mm256_shuffle_ps(tg[1], tg[3], 0x44);
+    u[4 * g + 3] = _mm256_shuffle_ps(tg[1], tg[3], 0xEE);
+  }
+  for (int s = 0; s < 4; ++s) {
+    r[s] = _mm256_permute2f128_ps(u[s], u[4 + s], 0x20);
+    r[4 + s] = _mm256_permute2f128_ps(u[s], u[4 + s], 0x31);
+  }
+}
 
 #elif TEMPRA_SIMD_NEON
 using V = float32x4_t;
@@ -239,6 +284,14 @@ inline float reduce_add(V v) {
 }
 inline void reduce_add4(V a, V b, V c, V d, float* out) { vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d))); }
 inline float reduce_max(V v) { return vmaxvq_f32(v); }
+// r[i] lane l becomes r[l] lane i (a 4 x 4 block).
+inline void transpose(V (&r)[kLanes]) {
+  const float32x4x2_t t01 = vtrnq_f32(r[0], r[1]), t23 = vtrnq_f32(r[2], r[3]);
+  r[0] = vcombine_f32(vget_low_f32(t01.val[0]), vget_low_f32(t23.val[0]));
+  r[1] = vcombine_f32(vget_low_f32(t01.val[1]), vget_low_f32(t23.val[1]));
+  r[2] = vcombine_f32(vget_high_f32(t01.val[0]), vget_high_f32(t23.val[0]));
+  r[3] = vcombine_f32(vget_high_f32(t01.val[1]), vget_high_f32(t23.val[1]));
+}
 #endif
 
 // exp(x) in f32 (Cephes expf): x = n ln2 + r with |r| <= ln2 / 2, exp(r) by a degree-6
