@@ -146,14 +146,7 @@ void backward(ExecContext& ctx, const Array& root, const Array& seed) {
   std::vector<int> wave{0};
   while (!wave.empty()) {
     std::vector<std::vector<int>> made_ready(wave.size());
-    if (wave.size() == 1) {
-      fire(ctx, graph, wave[0], made_ready[0]);
-    } else {
-      ctx.threads().parallel_for(static_cast<int64_t>(wave.size()), 1, [&](int64_t begin, int64_t end) {
-        NoGradGuard worker_no_grad;  // grad mode is per thread
-        for (int64_t i = begin; i < end; ++i) fire(ctx, graph, wave[i], made_ready[i]);
-      });
-    }
+    for (size_t i = 0; i < wave.size(); ++i) fire(ctx, graph, wave[i], made_ready[i]);
     wave.clear();
     for (auto& r : made_ready) wave.insert(wave.end(), r.begin(), r.end());
   }
