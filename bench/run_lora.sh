@@ -3,7 +3,9 @@
 # (bench/lora_bench.cpp, bench/lora_bench_torch.py), for docs/BENCHMARK.md.
 #
 # Usage: [BUILD=build/release] [MODELS=/tmp/tempra_lora_bench] [THREADS=2] [ROUNDS=3] [STEPS=2]
-#        [TYPES="Q8_0 F16"] bench/run_lora.sh
+#        [TYPES="Q8_0 F16"] [CHECKPOINT="1 0"] bench/run_lora.sh
+# CHECKPOINT: tempra with activation checkpointing per block (1, `tempra finetune`'s default)
+# and without (0, `--no-checkpoint-activations`); each mode is its own run against PyTorch.
 # Each base is synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
 # real tokenizer) into MODELS and reused. For each type: alternating rounds of tempra and of
 # PyTorch (its f32 base), medians, then each side's peak RSS. Prints `uptime` first: the machine
@@ -19,6 +21,7 @@ THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
 STEPS=${STEPS:-2}
 TYPES=${TYPES:-"Q8_0 F16"}
+CHECKPOINT=${CHECKPOINT:-"1 0"}
 mkdir -p "$MODELS"
 source "$(dirname "$0")/openblas_core.sh"
 export OPENBLAS_NUM_THREADS=$THREADS
@@ -28,6 +31,10 @@ echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(OpenBLAS picks)} OPENBLAS_NUM_THRE
 for type in $TYPES; do
   model="$MODELS/qwen3-0.6b-$type.gguf"
   [ -f "$model" ] || "$BUILD/bin/tempra" synth --preset 0.6b --type "$type" "$model"
-  uptime
-  "$BUILD/bench/lora_bench" --model "$model" --threads "$THREADS" --rounds "$ROUNDS" --steps "$STEPS" --warmup 1
+  for checkpoint in $CHECKPOINT; do
+    uptime
+    echo "$type, activation checkpointing $checkpoint"
+    "$BUILD/bench/lora_bench" --model "$model" --threads "$THREADS" --rounds "$ROUNDS" --steps "$STEPS" --warmup 1 \
+      --checkpoint-activations "$checkpoint"
+  done
 done

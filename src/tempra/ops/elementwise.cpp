@@ -116,9 +116,18 @@ std::vector<Array> binary_vjp(ExecContext& ctx, BinaryOp op, const Operand& a, c
 Array unary(ExecContext& ctx, UnaryOp op, const Array& x) {
   if (!any_requires_grad({&x})) return unary_value(ctx, op, x);
   Array out = unary_value(ctx, op, x.detach());
+  // The VJP keeps what the derivative reads (unary_grad's table): the output for exp, sqrt, tanh
+  // and sigmoid, both for rsqrt, neither for neg, else the input. The kernel takes both, so an
+  // unread one is stood in for by one of the same shape it does not read.
+  const bool reads_y = op == UnaryOp::exp || op == UnaryOp::sqrt || op == UnaryOp::rsqrt || op == UnaryOp::tanh ||
+                       op == UnaryOp::sigmoid;
+  const bool reads_x = op == UnaryOp::rsqrt || (!reads_y && op != UnaryOp::neg);
   attach_grad_node(out, op_name(op), {x},
-                   [op, x = x.detach(), y = out.detach()](ExecContext& c, const Array& g, const std::vector<bool>&) {
-                     return std::vector<Array>{unary_vjp(c, op, x, y, g)};
+                   [op, x = reads_x ? x.detach() : Array{}, y = reads_y ? out.detach() : Array{}](
+                       ExecContext& c, const Array& g, const std::vector<bool>&) {
+                     const Array& x_or_stand_in = x.defined() ? x : y.defined() ? y : g;
+                     const Array& y_or_stand_in = y.defined() ? y : x_or_stand_in;
+                     return std::vector<Array>{unary_vjp(c, op, x_or_stand_in, y_or_stand_in, g)};
                    });
   return out;
 }
