@@ -78,12 +78,15 @@ TEST(NativeGemmParity, EveryLayoutOnBothPaths) {
 }
 
 TEST(NativeGemmParity, FewColumnsManyRows) {
-  // The transposed skinny path (n <= 32, a row-major) and its fallbacks for other layouts.
+  // The transposed skinny paths (n <= 32: a row-major, or a transposed, which computes c^T) and
+  // the fallbacks for other layouts.
   const Layout layouts[] = {Layout::row_major, Layout::transposed, Layout::strided};
   for (Layout la : layouts)
     for (Layout lb : layouts)
       for (int64_t n : {1, 2, 17, 32, 33}) check_gemm(100, n, 129, la, lb);
   check_gemm(1000, 1, 1000, Layout::row_major, Layout::row_major);
+  check_gemm(3000, 16, 256, Layout::transposed, Layout::row_major);  // a LoRA factor's dW, rank 16
+  check_gemm(300, 16, 1000, Layout::transposed, Layout::row_major);  // deeper than a k-slice
 }
 
 TEST(NativeGemmParity, LargerThanOneBlock) {

@@ -16,6 +16,10 @@
 //   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, four rows of
 //   each at a time. A product with few columns (n <= kSkinnyRows) and contiguous rows of a is
 //   computed transposed through the same dot products.
+// - Few columns (n <= kSkinnyRows), many rows, a stored transposed (a LoRA factor's gradient
+//   dY^T X: the depth is the tokens): c^T = b^T a^T on the skinny path, whose row-major b is
+//   then a's contiguous rows, into a scratch block transposed back; strips of b would have been
+//   two thirds padding.
 // - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
@@ -82,6 +86,7 @@ constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc sta
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
 constexpr int64_t kUnpackedB = 64 * 1024;  // floats of a row-major b used in place (256 KiB)
+constexpr int64_t kTransposedOut = 256 * 1024;  // floats of c computed transposed (1 MiB of scratch)
 
 // b's elements: f32, or a 16-bit float widened to f32 exactly (in registers where vectorized).
 inline float widen(float x) { return x; }
@@ -445,6 +450,17 @@ const char* gemm_provider() {
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
   if (empty_product(m, n, k, c, ldc)) return;
+  // Few columns, many rows, a stored transposed (a(i, p) = a[p * a_col]: a gradient's rows as
+  // the depth, as in a LoRA factor's dW = dY^T X): strips of b would be mostly padding, so
+  // compute c^T = b^T a^T, whose b is a's contiguous rows, on the skinny path and transpose it
+  // back. The same in-order FMA chain per element, so the same bits.
+  if (n <= kSkinnyRows && m > kSkinnyRows && a_row == 1 && a_col != 1 && m * n <= kTransposedOut) {
+    float* ct = thread_scratch(3).floats(m * n);
+    gemm_skinny_rows(n, m, k, b, b_col, b_row, a, a_col, ct, m, pool);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = ct[j * m + i];
+    return;
+  }
   // Row-major b: read in place for short products, and for any product whose b is small
   // enough to stay in L2 across the row blocks (packing would cost more than it saves).
   if (b_col == 1 && (m <= kSkinnyRows || k * n <= kUnpackedB))
