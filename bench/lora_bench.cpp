@@ -13,9 +13,10 @@
 // getrusage's ru_maxrss. Not a test: the figures go to docs/BENCHMARK.md.
 //
 // usage: lora_bench --model FILE.gguf [--threads T] [--rounds R] [--steps N] [--warmup W]
-//                   [--python PATH] [--script PATH] [--tempra-only 1] [--checkpoint-activations 0|1]
+//                   [--python PATH] [--script PATH] [--tempra-only 1] [--checkpoint-activations 0|1|lean]
 // --checkpoint-activations 0 keeps every block's activations for the backward pass instead
-// (`tempra finetune --no-checkpoint-activations`): no forward rerun, more memory.
+// (`tempra finetune --no-checkpoint-activations`): no forward rerun, more memory; lean keeps a
+// block's input alone and reruns its frozen products too (`--lean-checkpoints`).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -38,7 +39,8 @@ double peak_rss_mib() {
   return double(u.ru_maxrss) / 1024.0;
 }
 
-train_harness::Timing tempra_round(const train_harness::Options& o, const std::string& path, bool checkpoint) {
+train_harness::Timing tempra_round(const train_harness::Options& o, const std::string& path,
+                                   const std::string& checkpoint) {
   using namespace tempra;
   ExecContext ctx(ExecOptions{.threads = o.threads, .backend = o.backend});
   const llm::Qwen3Model model = llm::Qwen3Model::load(path);
@@ -49,7 +51,8 @@ train_harness::Timing tempra_round(const train_harness::Options& o, const std::s
   example.counted.assign(size_t(kSeq), 1);
   train::Finetuner tuner(ctx, weights, {example}, {},
                          {.lora = {.rank = 16, .alpha = 32, .targets = train::parse_targets("all")}, .lr = 1e-4,
-                          .batch = 1, .seed = 0, .checkpoint_activations = checkpoint});
+                          .batch = 1, .seed = 0, .checkpoint_activations = checkpoint != "0",
+                          .recompute_products = checkpoint == "lean"});
   return train_harness::time_steps(o.steps, o.warmup, [&] { tuner.train_step(); });
 }
 
@@ -58,12 +61,12 @@ train_harness::Timing tempra_round(const train_harness::Options& o, const std::s
 int main(int argc, char** argv) {
   // --model is ours; the rest is the harness's.
   std::string model;
-  bool checkpoint = true;
+  std::string checkpoint = "1";
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
     else if (std::strcmp(argv[i], "--checkpoint-activations") == 0 && i + 1 < argc)
-      checkpoint = std::strcmp(argv[++i], "0") != 0;
+      checkpoint = argv[++i];
     else rest.push_back(argv[i]);
   }
   if (model.empty()) {

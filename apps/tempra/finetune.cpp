@@ -102,6 +102,9 @@ cli::Command finetune_command() {
                        .help = "threads; 0: TEMPRA_THREADS or the physical cores", .default_value = "0", .metavar = "N"},
                       {.spellings = {"--no-checkpoint-activations"}, .kind = cli::Kind::Flag,
                        .help = "keep every block's activations for the backward pass (more memory, less compute)"},
+                      {.spellings = {"--lean-checkpoints"}, .kind = cli::Kind::Flag,
+                       .help = "checkpoint a block's input alone and rerun its frozen-weight products too "
+                               "(least memory, most compute)"},
                       {.spellings = {"--method"}, .kind = cli::Kind::String,
                        .help = "adamw (gradients) or es (evolution strategies: forward passes only)",
                        .default_value = "adamw", .metavar = "NAME"},
@@ -175,6 +178,7 @@ int run_finetune(const cli::Args& args) {
   options.batch = positive("--batch");
   options.seed = uint64_t(args.integer("--seed"));
   options.checkpoint_activations = !args.flag("--no-checkpoint-activations");
+  options.recompute_products = args.flag("--lean-checkpoints");
   const std::string output = args.string("--output");
   const std::string checkpoint = args.given("--checkpoint") ? args.string("--checkpoint") : output + ".ckpt";
   const int64_t threads = args.integer("--threads");

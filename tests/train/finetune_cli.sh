@@ -4,7 +4,9 @@
 # and resumed writes the same bytes; merge writes a Q8_0 model that generates; generate takes
 # --lora; bad data exits 1 naming the line; a corrupt adapter exits 1 and writes nothing; Ctrl-C
 # (SIGINT) saves a checkpoint and exits 130, and --resume continues from it; evolution strategies
-# (--method es) on adapters and on every weight, resumed bit for bit, and their bad options.
+# (--method es) on adapters and on every weight, resumed bit for bit, and their bad options; the
+# three ways of keeping activations (default, --lean-checkpoints, --no-checkpoint-activations)
+# train the same bytes.
 # shellcheck source=colors_fixture.sh
 source "$(dirname "$0")/colors_fixture.sh"
 
@@ -22,6 +24,14 @@ grep -Eq "step 3/6  loss [0-9.]+  eval [0-9.]+  [0-9]+ tok/s  ETA " err.txt || f
 "$tempra" finetune "${common[@]}" --steps 6 --eval-split 0.2 -o resumed.gguf --resume half.ckpt 2> err.txt >/dev/null
 grep -q "resumed from half.ckpt at step 3" err.txt || fail "no resume line: $(cat err.txt)"
 cmp straight.gguf resumed.gguf || fail "the resumed run's adapter differs from the straight run's"
+
+# How activations are kept changes no bit: replayed frozen products (the default), a block's input
+# alone, or everything.
+for keep in --lean-checkpoints --no-checkpoint-activations; do
+  "$tempra" finetune "${common[@]}" --steps 6 --eval-split 0.2 -o "kept$keep.gguf" $keep >/dev/null 2>&1 \
+    || fail "a run with $keep"
+  cmp straight.gguf "kept$keep.gguf" || fail "the adapter trained with $keep differs from the default's"
+done
 
 # merge to Q8_0, then generate from it; and generate with the adapter folded in at load.
 "$tempra" merge -m m.gguf --lora straight.gguf -o merged.gguf --type Q8_0 | grep -q "14 merged with the adapter" \

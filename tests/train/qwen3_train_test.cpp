@@ -132,14 +132,16 @@ TEST(TrainForward, a_fresh_adapter_leaves_the_logits_bitwise_unchanged) {
 }
 
 // Gradients of every adapter after one backward pass, in parameters() order.
-std::vector<std::vector<float>> adapter_gradients(ExecContext& ctx, Trainee& t, bool checkpoint) {
+std::vector<std::vector<float>> adapter_gradients(ExecContext& ctx, Trainee& t, bool checkpoint,
+                                                  bool recompute_products = false) {
   for (const optim::Param& p : t.lora.parameters()) Array(p.value).zero_grad();
   const Array tokens = token_batch(ctx, t.model.info().n_vocab);
   std::vector<int32_t> next = to_vector<int32_t>(ctx, tokens);  // any targets will do
   for (int32_t& id : next) id = int32_t((id + 1) % t.model.info().n_vocab);
   const Array targets = Array::from_values<int32_t>(ctx, tokens.shape(), next);
   const Array loss = lm_loss(
-      ctx, qwen3_logits(ctx, t.weights, tokens, {.lora = &t.lora, .checkpoint = checkpoint, .train_step = 3}), targets);
+      ctx, qwen3_logits(ctx, t.weights, tokens, {.lora = &t.lora, .checkpoint = checkpoint, .train_step = 3, .recompute_products = recompute_products}),
+      targets);
   ag::backward(ctx, loss);
   std::vector<std::vector<float>> grads;
   for (const optim::Param& p : t.lora.parameters()) {
@@ -153,9 +155,13 @@ TEST(TrainForward, checkpointed_blocks_give_bitwise_the_same_gradients_with_drop
   ExecContext ctx;
   Trainee t = trainee(ctx, "Q8_0", 0.1);
   const auto direct = adapter_gradients(ctx, t, false);
-  const auto checkpointed = adapter_gradients(ctx, t, true);
+  const auto checkpointed = adapter_gradients(ctx, t, true);  // the frozen products replayed
+  const auto lean = adapter_gradients(ctx, t, true, true);    // and recomputed
   ASSERT_EQ(direct.size(), 2u * 2u * 7u);
-  for (size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(direct[i], checkpointed[i]) << "parameter " << i;
+  for (size_t i = 0; i < direct.size(); ++i) {
+    EXPECT_EQ(direct[i], checkpointed[i]) << "parameter " << i;
+    EXPECT_EQ(direct[i], lean[i]) << "parameter " << i << ", lean";
+  }
   // The gradients are real: the last layer's down adapter's B moved.
   const auto& g = direct.back();
   EXPECT_GT(std::abs(*std::max_element(g.begin(), g.end(), [](float a, float b) { return std::abs(a) < std::abs(b); })),

@@ -150,32 +150,14 @@ Array as_rows(ExecContext& ctx, const Array& t) {
   return contiguous(ctx, t).reshape({-1, t.rank() ? t.dim(-1) : 1});
 }
 
-// y = x . w^T: dx = dy . w, dw = dy^T . x over all rows at once (one GEMM, no batch reduction).
-// A block-quantized or half w with contiguous rows (the frozen base weights of a LoRA layer) is
-// read as stored for dx: the kernel widens or decodes it panel by panel, never into a whole f32
-// copy (a 151936 x 1024 head would be 594 MiB). A quantized w never requires a gradient (only
-// f32/f64 arrays can); a half w that came from a recorded cast gets one, computed in f32 and
-// rounded once.
+// y = x . w^T: dx = dy . w (linear_input_grad), dw = dy^T . x over all rows at once (one GEMM,
+// no batch reduction). A quantized w never requires a gradient (only f32/f64 arrays can); a half
+// w that came from a recorded cast gets one, computed in f32 and rounded once.
 std::vector<Array> linear_vjp(ExecContext& ctx, const Array& x, const Array& w, const Array& g,
                               const std::vector<bool>& needs) {
   std::vector<Array> grads(2);
   const Array wg = detail::widen(ctx, g);
-  const bool stored = w.dtype().is_block_quantized() || detail::is_half(w.dtype());
-  if (needs[0] && stored && wg.dtype() == DType::f32 && w.is_contiguous()) {
-    const Array g_rows = as_rows(ctx, wg);
-    const int64_t n = w.dim(0), k = w.dim(1), rows = g_rows.dim(0);
-    Array dx = Array::empty(ctx, {rows, k}, DType::f32);
-    kernels_for(ctx.backend())
-        .gemm_stored_weights_nn(rows, n, k, g_rows.data<float>(), n, w.raw_data(), w.dtype(), dx.data<float>(), k,
-                                ctx.threads());
-    grads[0] = detail::narrow(ctx, dx.reshape(x.shape()), x.dtype());
-  } else if (needs[0]) {
-    Array w_float;
-    if (w.dtype().is_block_quantized()) w_float = dequantize(ctx, w);
-    else w_float = detail::widen(ctx, w);
-    if (w_float.dtype() != wg.dtype()) w_float = cast(ctx, w_float, wg.dtype());
-    grads[0] = detail::narrow(ctx, matmul_value(ctx, wg, w_float), x.dtype());
-  }
+  if (needs[0]) grads[0] = detail::narrow(ctx, linear_input_grad(ctx, wg, w), x.dtype());
   if (needs[1]) {
     Array wx = detail::widen(ctx, x);
     if (wx.dtype() != wg.dtype()) wx = cast(ctx, wx, wg.dtype());
@@ -186,6 +168,35 @@ std::vector<Array> linear_vjp(ExecContext& ctx, const Array& x, const Array& w, 
 }
 
 }  // namespace
+
+// A contiguous block-quantized or half w (the frozen base weights of a LoRA layer) is read as
+// stored: the kernel widens or decodes it panel by panel, never into a whole f32 copy
+// (a 151936 x 1024 head would be 594 MiB). Other weights are widened (or, quantized but not
+// contiguous, decoded) first.
+Array linear_input_grad(ExecContext& ctx, const Array& g, const Array& w) {
+  detail::require_float(g, "linear_input_grad", "gradient");
+  check(w.defined() && w.rank() == 2 && (w.dtype().is_floating() || w.dtype().is_block_quantized()),
+        "linear_input_grad", "weights must be floating or block-quantized [n, k], got ",
+        w.defined() ? to_string(w.shape()) + " " + std::string(w.dtype().name()) : std::string("an empty array"));
+  check(g.rank() >= 1 && g.dim(-1) == w.dim(0), "linear_input_grad", "gradient ", g.shape(),
+        " does not match weights ", w.shape(), " on n");
+  const Array wg = detail::widen(ctx, g);
+  Dims out_shape = g.shape();
+  out_shape[out_shape.size() - 1] = w.dim(1);
+  const bool stored = w.dtype().is_block_quantized() || detail::is_half(w.dtype());
+  if (stored && wg.dtype() == DType::f32 && w.is_contiguous()) {
+    const Array g_rows = as_rows(ctx, wg);
+    const int64_t n = w.dim(0), k = w.dim(1), rows = g_rows.dim(0);
+    Array dx = Array::empty(ctx, {rows, k}, DType::f32);
+    kernels_for(ctx.backend())
+        .gemm_stored_weights_nn(rows, n, k, g_rows.data<float>(), n, w.raw_data(), w.dtype(), dx.data<float>(), k,
+                                ctx.threads());
+    return dx.reshape(out_shape);
+  }
+  Array w_float = w.dtype().is_block_quantized() ? dequantize(ctx, w) : detail::widen(ctx, w);
+  if (w_float.dtype() != wg.dtype()) w_float = cast(ctx, w_float, wg.dtype());
+  return matmul_value(ctx, wg, w_float);
+}
 
 Array linear(ExecContext& ctx, const Array& x, const Array& w) {
   if (!any_requires_grad({&x, &w})) return linear_value(ctx, x, w);

@@ -19,7 +19,8 @@
 //
 // Gradients (linalg.cpp): each op records its VJP when an operand requires a gradient. Block-
 // quantized and half weights of linear are frozen in practice (only f32/f64 arrays can be
-// parameters): x still gets its gradient, through a transient f32 copy of the weights.
+// parameters): x still gets its gradient, linear_input_grad, which reads such weights as stored
+// (decoded panel by panel inside the GEMM, no f32 copy of them).
 #pragma once
 
 #include <string_view>
@@ -30,6 +31,10 @@ namespace tempra {
 
 Array matmul(ExecContext& ctx, const Array& a, const Array& b);
 Array linear(ExecContext& ctx, const Array& x, const Array& w);
+// The gradient linear(x, w) sends its input: g [..., n] . w [n, k] -> [..., k], for w of any type
+// linear takes, in g's compute type (f32 for half g). Records no gradient itself: what linear's
+// VJP computes, public for blocks that replay a saved product (train/qwen3_train.cpp).
+Array linear_input_grad(ExecContext& ctx, const Array& g, const Array& w);
 Array bmm(ExecContext& ctx, const Array& a, const Array& b);  // [B, m, k] . [B, k, n]
 Array einsum(ExecContext& ctx, std::string_view equation, const Array& a, const Array& b);
 Array einsum(ExecContext& ctx, const Array& a, std::string_view a_labels, const Array& b, std::string_view b_labels,

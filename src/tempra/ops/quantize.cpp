@@ -67,6 +67,8 @@ Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w) {
   const int64_t k = w.dim(1), n = w.dim(0), rows = k ? x.numel() / k : 0;
   const quant::QuantFormat& partner = require_format(dot->activation, "matmul_quantized");
   require_whole_blocks(x.shape(), partner, "matmul_quantized");
+  check(dot->quantize != nullptr || partner.quantize_row != nullptr, "matmul_quantized", "no encoder for ",
+        partner.name, ", the activations' format");
   // The arm's encoder (the reference's bytes, SIMD): per element std::round was a tenth of a
   // LoRA step on a Q8_0 base.
   const Array x_rows = contiguous(ctx, cast(ctx, x, DType::f32));

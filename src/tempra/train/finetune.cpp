@@ -157,7 +157,8 @@ StepResult Finetuner::train_step() {
                                      qwen3_logits(ctx_, weights_, one.tokens,
                                                   {.lora = &lora_,
                                                    .checkpoint = options_.checkpoint_activations,
-                                                   .train_step = uint64_t(step) * uint64_t(n) + uint64_t(j)}),
+                                                   .train_step = uint64_t(step) * uint64_t(n) + uint64_t(j),
+                                                   .recompute_products = options_.recompute_products}),
                                      one.targets),
                              double(one.counted) / double(r.counted));
       ag::backward(ctx_, loss);

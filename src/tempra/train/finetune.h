@@ -49,6 +49,7 @@ struct FinetuneOptions {
   int64_t batch = 4;
   uint64_t seed = 0;
   bool checkpoint_activations = true;
+  bool recompute_products = false;  // checkpointing keeps a block's input alone (qwen3_train.h)
 };
 
 struct Split {

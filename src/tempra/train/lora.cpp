@@ -122,7 +122,11 @@ std::vector<optim::Param> LoraAdapter::parameters() const {
 
 Array LoraAdapter::project(ExecContext& ctx, const Array& x, const Array& w, int layer, LoraTarget t,
                            std::optional<uint64_t> train_step) const {
-  Array y = linear(ctx, x, w);
+  return adapt(ctx, x, linear(ctx, x, w), layer, t, train_step);
+}
+
+Array LoraAdapter::adapt(ExecContext& ctx, const Array& x, const Array& y, int layer, LoraTarget t,
+                         std::optional<uint64_t> train_step) const {
   const int s = slot(layer, t);
   if (s < 0) return y;
   const LoraPair& p = pairs_[size_t(s)];

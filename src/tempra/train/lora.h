@@ -85,6 +85,9 @@ class LoraAdapter {
   // while training; without one (evaluation) there is no dropout.
   Array project(ExecContext& ctx, const Array& x, const Array& w, int layer, LoraTarget t,
                 std::optional<uint64_t> train_step) const;
+  // The same with the frozen product y = x W^T already computed by the caller: y plus the adapter.
+  Array adapt(ExecContext& ctx, const Array& x, const Array& y, int layer, LoraTarget t,
+              std::optional<uint64_t> train_step) const;
 
  private:
   int slot(int layer, LoraTarget t) const;

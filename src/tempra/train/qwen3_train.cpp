@@ -3,6 +3,7 @@
 #include "tempra/train/qwen3_train.h"
 
 #include <cmath>
+#include <memory>
 
 #include "tempra/ag/custom_op.h"
 #include "tempra/core/error.h"
@@ -40,9 +41,19 @@ LoraAdapter make_lora(ExecContext& ctx, const Qwen3Weights& weights, const LoraC
 
 namespace {
 
-// One decoder block: x [B, T, E] -> x + attention, then + the SwiGLU FFN.
+// The products of a checkpointed block's frozen weights (x W^T, in the order the block computes
+// them): its first run, without recording, keeps them; the backward pass's rerun replays each as
+// an op whose VJP is linear's input gradient (W is frozen), so the rerun records the same graph
+// with the same gradients without redoing the block's largest products.
+struct FrozenProducts {
+  std::vector<Array> values;
+  size_t replayed = 0;
+};
+
+// One decoder block: x [B, T, E] -> x + attention, then + the SwiGLU FFN. `products`: null, or a
+// checkpointed block's store (empty: fill it; full: replay it).
 Array qwen3_block(ExecContext& ctx, const Qwen3Weights& w, int il, const Array& inpL, const Array& positions,
-                  const TrainForwardOptions& o) {
+                  const TrainForwardOptions& o, FrozenProducts* products) {
   const llm::DecoderConfig& c = w.config;
   const llm::Qwen3Layer& layer = w.layers[size_t(il)];
   const int64_t B = inpL.dim(0), T = inpL.dim(1);
@@ -50,8 +61,23 @@ Array qwen3_block(ExecContext& ctx, const Qwen3Weights& w, int il, const Array& 
   const RopeParams rope_params = c.rope(RopeMode::neox, c.n_rot);
   static const LoraAdapter kNoAdapter;
   const LoraAdapter& lora = o.lora ? *o.lora : kNoAdapter;
+  const bool replay = products != nullptr && !products->values.empty();  // decided once per run
   const auto project = [&](const Array& x, const Array& weight, LoraTarget t) {
-    return lora.project(ctx, x, weight, il, t, o.train_step);
+    Array y;
+    if (replay) {
+      check(products->replayed < products->values.size(), "qwen3_logits",
+            "a checkpointed block's rerun asked for more frozen products than its first run made");
+      y = ag::custom_op(
+          ctx, "linear", {x},
+          [saved = products->values[products->replayed++]](ExecContext&, const std::vector<Array>&) { return saved; },
+          [weight](ExecContext& c, const Array& g, const std::vector<bool>&) {
+            return std::vector<Array>{linear_input_grad(c, g, weight)};
+          });
+    } else {
+      y = linear(ctx, x, weight);
+      if (products != nullptr) products->values.push_back(y.detach());
+    }
+    return lora.adapt(ctx, x, y, il, t, o.train_step);
   };
 
   const Array attn_norm = rms_norm(ctx, inpL, layer.attn_norm, eps);
@@ -90,13 +116,15 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& w, const Array& tokens,
   if (inpL.dtype() == DType::f16 || inpL.dtype() == DType::bf16) inpL = cast(ctx, inpL, DType::f32);
   for (int il = 0; il < c.n_layer; ++il) {
     if (!o.checkpoint) {
-      inpL = qwen3_block(ctx, w, il, inpL, positions, o);
+      inpL = qwen3_block(ctx, w, il, inpL, positions, o, nullptr);
       continue;
     }
+    // The store lives in the checkpoint's VJP, freed when its node fires.
+    auto products = o.recompute_products ? nullptr : std::make_shared<FrozenProducts>();
     inpL = ag::checkpoint(
         ctx,
-        [&w, il, positions, o](ExecContext& c2, const std::vector<Array>& in) {
-          return qwen3_block(c2, w, il, in[0], positions, o);
+        [&w, il, positions, o, products](ExecContext& c2, const std::vector<Array>& in) {
+          return qwen3_block(c2, w, il, in[0], positions, o, products.get());
         },
         {inpL});
   }

@@ -15,7 +15,12 @@
 //   (tests/train/qwen3_train_test.cpp; measured: bit for bit on f32, f16, bf16, Q8_0 and Q4_K
 //   for rows within the GEMM's skinny path): both call the same kernels.
 // - checkpoint: activation checkpointing per decoder block (ag::checkpoint): the backward pass
-//   recomputes each block from its saved input, with bitwise the same gradients.
+//   reruns each block from its saved input, with bitwise the same gradients. By default a block
+//   also keeps the products of its frozen weights (x W^T of its seven projections: 12 floats per
+//   token and model-width unit at Qwen3's shapes, 12 MiB per 0.6B block at 256 tokens), which
+//   the rerun replays instead of recomputing, so only the cheap rest runs twice (the step on an
+//   f16 base: 4.2 s recomputing them, ~3.3 s replaying; docs/BENCHMARK.md); recompute_products
+//   keeps the input alone (least memory).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +50,7 @@ struct TrainForwardOptions {
   const LoraAdapter* lora = nullptr;
   bool checkpoint = false;
   std::optional<uint64_t> train_step;  // keys LoRA dropout while training; none: evaluation
+  bool recompute_products = false;     // with checkpoint: rerun the frozen products too
 };
 
 // The weights and the adapter must outlive the backward pass (checkpointed blocks rerun on them).

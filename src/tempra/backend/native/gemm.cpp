@@ -19,7 +19,7 @@
 // - Few columns (n <= kSkinnyRows), many rows, a stored transposed (a LoRA factor's gradient
 //   dY^T X: the depth is the tokens): c^T = b^T a^T on the skinny path, whose row-major b is
 //   then a's contiguous rows, into a scratch block transposed back; strips of b would have been
-//   two thirds padding.
+//   mostly padding (kNr = 48 columns on AVX-512 for a rank of 16).
 // - Weights in f16/bf16 (gemm_half_weights, c = a w^T): the same two paths, the weights widened
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
@@ -450,10 +450,11 @@ const char* gemm_provider() {
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
           int64_t b_row, int64_t b_col, float* c, int64_t ldc, ThreadPool& pool) {
   if (empty_product(m, n, k, c, ldc)) return;
-  // Few columns, many rows, a stored transposed (a(i, p) = a[p * a_col]: a gradient's rows as
-  // the depth, as in a LoRA factor's dW = dY^T X): strips of b would be mostly padding, so
+  // Few columns, many rows, a stored transposed (a(i, p) = a[i + p * a_col]: a gradient's rows
+  // as the depth, as in a LoRA factor's dW = dY^T X): strips of b would be mostly padding, so
   // compute c^T = b^T a^T, whose b is a's contiguous rows, on the skinny path and transpose it
-  // back. The same in-order FMA chain per element, so the same bits.
+  // back. One in-order FMA chain per element: the bits of the skinny path it replaces (products
+  // that took the packed path, past kUnpackedB, were sums of 384-deep slices and round apart).
   if (n <= kSkinnyRows && m > kSkinnyRows && a_row == 1 && a_col != 1 && m * n <= kTransposedOut) {
     float* ct = thread_scratch(3).floats(m * n);
     gemm_skinny_rows(n, m, k, b, b_col, b_row, a, a_col, ct, m, pool);
