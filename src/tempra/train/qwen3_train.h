@@ -18,9 +18,9 @@
 //   reruns each block from its saved input, with bitwise the same gradients. By default a block
 //   also keeps the products of its frozen weights (x W^T of its seven projections: 12 floats per
 //   token and model-width unit at Qwen3's shapes, 12 MiB per 0.6B block at 256 tokens), which
-//   the rerun replays instead of recomputing, so only the cheap rest runs twice (the step on an
-//   f16 base: 4.2 s recomputing them, ~3.3 s replaying; docs/BENCHMARK.md); recompute_products
-//   keeps the input alone (least memory).
+//   the rerun replays instead of recomputing, so only the cheap rest runs twice (a 0.6B LoRA
+//   step on an f16 base: 3.4 s recomputing them, 2.7 s replaying; docs/BENCHMARK.md);
+//   recompute_products keeps the input alone (least memory).
 #pragma once
 
 #include <cstdint>
