@@ -43,6 +43,42 @@ struct Worst {
   double magnitude = 0;    // max |reference|
 };
 
+// c[i, j] = sum over p < depth of a[i, p] * weight(p, j), for i < m and j < cols, against a
+// float64 product: each table's kernel (run(table, pool, c) writes c with row stride cols) within
+// 2 depth eps sum_p |a_ip w_pj| of it, and the native one bitwise the same on 1 and 2 threads.
+template <class Weight, class Run>
+void expect_float64_product(int64_t m, int64_t cols, int64_t depth, const std::vector<float>& a, int64_t lda,
+                            const Weight& weight, const Run& run, Worst& worst) {
+  std::vector<double> exact(size_t(m * cols)), bound(size_t(m * cols));
+  std::vector<float> want(size_t(m * cols));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < depth; ++p) {
+        const double product = double(a[i * lda + p]) * weight(p, j);
+        sum += product;
+        magnitude += std::abs(product);
+      }
+      exact[i * cols + j] = sum;
+      want[i * cols + j] = float(sum);  // within 0.5 eps |sum|: the bound holds this rounding too
+      bound[i * cols + j] = 2.0 * depth * FLT_EPSILON * magnitude + 1e-30;
+    }
+  ThreadPool one(1), two(2);
+  std::vector<float> scalar(m * cols, NAN), native(m * cols, NAN), native2(m * cols, NAN);
+  run(scalar_kernels(), one, scalar.data());
+  run(kernels_for(Backend::native), one, native.data());
+  run(kernels_for(Backend::native), two, native2.data());
+  EXPECT_TRUE(parity::within(scalar, want, bound)) << "scalar";
+  EXPECT_TRUE(parity::within(native, want, bound)) << "native";
+  EXPECT_TRUE(parity::bitwise_equal(native2, native)) << "native, 1 vs 2 threads";
+  for (size_t e = 0; e < native.size(); ++e) {
+    const double err = std::abs(double(native[e]) - exact[e]);
+    worst.abs_error = std::max(worst.abs_error, err);
+    worst.bound_ratio = std::max(worst.bound_ratio, err / bound[e]);
+    worst.magnitude = std::max(worst.magnitude, std::abs(exact[e]));
+  }
+}
+
 void check_quant_gemm(const quant::QuantFormat& format, Shape s, Worst& worst) {
   const auto [m, n, k] = s;
   SCOPED_TRACE(std::string(format.name) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
@@ -57,36 +93,12 @@ void check_quant_gemm(const quant::QuantFormat& format, Shape s, Worst& worst) {
   std::vector<float> decoded(size_t(n * k));
   for (int64_t j = 0; j < n; ++j) format.dequantize_row(w.data() + j * row_bytes, decoded.data() + j * k, k);
 
-  std::vector<double> exact(size_t(m * n)), bound(size_t(m * n));
-  std::vector<float> want(size_t(m * n));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0, magnitude = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double product = double(a[i * lda + p]) * decoded[j * k + p];
-        sum += product;
-        magnitude += std::abs(product);
-      }
-      exact[i * n + j] = sum;
-      want[i * n + j] = float(sum);  // within 0.5 eps |sum|: the bound holds this rounding too
-      bound[i * n + j] = 2.0 * k * FLT_EPSILON * magnitude + 1e-30;
-    }
-
-  ThreadPool one(1), two(2);
-  std::vector<float> scalar(m * n, NAN), native(m * n, NAN), native2(m * n, NAN);
-  scalar_kernels().gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, scalar.data(), n, one);
-  const Kernels& nat = kernels_for(Backend::native);
-  nat.gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, native.data(), n, one);
-  nat.gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, native2.data(), n, two);
-  EXPECT_TRUE(parity::within(scalar, want, bound)) << "scalar";
-  EXPECT_TRUE(parity::within(native, want, bound)) << "native";
-  EXPECT_TRUE(parity::bitwise_equal(native2, native)) << "native, 1 vs 2 threads";
-  for (size_t e = 0; e < native.size(); ++e) {
-    const double err = std::abs(double(native[e]) - exact[e]);
-    worst.abs_error = std::max(worst.abs_error, err);
-    worst.bound_ratio = std::max(worst.bound_ratio, err / bound[e]);
-    worst.magnitude = std::max(worst.magnitude, std::abs(exact[e]));
-  }
+  expect_float64_product(
+      m, n, k, a, lda, [&](int64_t p, int64_t j) { return decoded[j * k + p]; },
+      [&](const Kernels& table, ThreadPool& pool, float* c) {
+        table.gemm_quant_weights(m, n, k, a.data(), lda, w.data(), format.dtype, c, n, pool);
+      },
+      worst);
 }
 
 void report(const quant::QuantFormat& format, const Worst& worst) {
@@ -123,7 +135,7 @@ TEST(NativeQuantGemm, PanelsSlicesAndFewRows) {
 }
 
 // c = a w (w[n, k] stored as `dtype`: f16, bf16 or a block format) against float64 over the
-// decoded w, with gemm_quant_weights' bound (depth n here); native bitwise on 1 and 2 threads.
+// decoded w (the depth is n here).
 void check_stored_nn(DType dtype, Shape s, Worst& worst) {
   const auto [m, n, k] = s;  // c is m x k; the depth is n, w's rows
   SCOPED_TRACE(std::string(dtype.name()) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
@@ -149,35 +161,12 @@ void check_stored_nn(DType dtype, Shape s, Worst& worst) {
         out[j] = dtype == DType::f16 ? to_f32(reinterpret_cast<f16_t*>(row)[j]) : to_f32(reinterpret_cast<bf16_t*>(row)[j]);
       }
   }
-  std::vector<double> exact(size_t(m * k)), bound(size_t(m * k));
-  std::vector<float> want(size_t(m * k));
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < k; ++j) {
-      double sum = 0, magnitude = 0;
-      for (int64_t p = 0; p < n; ++p) {
-        const double product = double(a[i * lda + p]) * decoded[p * k + j];
-        sum += product;
-        magnitude += std::abs(product);
-      }
-      exact[i * k + j] = sum;
-      want[i * k + j] = float(sum);
-      bound[i * k + j] = 2.0 * n * FLT_EPSILON * magnitude + 1e-30;
-    }
-  ThreadPool one(1), two(2);
-  std::vector<float> scalar(m * k, NAN), native(m * k, NAN), native2(m * k, NAN);
-  scalar_kernels().gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, scalar.data(), k, one);
-  const Kernels& nat = kernels_for(Backend::native);
-  nat.gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, native.data(), k, one);
-  nat.gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, native2.data(), k, two);
-  EXPECT_TRUE(parity::within(scalar, want, bound)) << "scalar";
-  EXPECT_TRUE(parity::within(native, want, bound)) << "native";
-  EXPECT_TRUE(parity::bitwise_equal(native2, native)) << "native, 1 vs 2 threads";
-  for (size_t e = 0; e < native.size(); ++e) {
-    const double err = std::abs(double(native[e]) - exact[e]);
-    worst.abs_error = std::max(worst.abs_error, err);
-    worst.bound_ratio = std::max(worst.bound_ratio, err / bound[e]);
-    worst.magnitude = std::max(worst.magnitude, std::abs(exact[e]));
-  }
+  expect_float64_product(
+      m, k, n, a, lda, [&](int64_t p, int64_t j) { return decoded[p * k + j]; },
+      [&](const Kernels& table, ThreadPool& pool, float* c) {
+        table.gemm_stored_weights_nn(m, n, k, a.data(), lda, w.data(), dtype, c, k, pool);
+      },
+      worst);
 }
 
 // Shapes: n (the depth) past one 384-deep slice and not a multiple of it, k one block to past a
