@@ -80,7 +80,7 @@ void expect_float64_product(int64_t m, int64_t cols, int64_t depth, const std::v
 }
 
 void check_quant_gemm(const quant::QuantFormat& format, Shape s, Worst& worst) {
-  const auto [m, n, k] = s;
+  const int64_t m = s.m, n = s.n, k = s.k;  // not a structured binding: lambdas below capture them
   SCOPED_TRACE(std::string(format.name) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k));
   const int64_t lda = k + 3;  // padded rows: the stride is honoured
@@ -137,7 +137,8 @@ TEST(NativeQuantGemm, PanelsSlicesAndFewRows) {
 // c = a w (w[n, k] stored as `dtype`: f16, bf16 or a block format) against float64 over the
 // decoded w (the depth is n here).
 void check_stored_nn(DType dtype, Shape s, Worst& worst) {
-  const auto [m, n, k] = s;  // c is m x k; the depth is n, w's rows
+  // c is m x k and the depth n, w's rows (not a structured binding: lambdas below capture them).
+  const int64_t m = s.m, n = s.n, k = s.k;
   SCOPED_TRACE(std::string(dtype.name()) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                " k=" + std::to_string(k));
   const int64_t lda = n + 5;
@@ -158,7 +159,8 @@ void check_stored_nn(DType dtype, Shape s, Worst& worst) {
       for (int64_t j = 0; j < k; ++j) {
         if (dtype == DType::f16) reinterpret_cast<f16_t*>(row)[j] = to_f16(values[j]);
         else reinterpret_cast<bf16_t*>(row)[j] = to_bf16(values[j]);
-        out[j] = dtype == DType::f16 ? to_f32(reinterpret_cast<f16_t*>(row)[j]) : to_f32(reinterpret_cast<bf16_t*>(row)[j]);
+        out[j] = dtype == DType::f16 ? to_f32(reinterpret_cast<f16_t*>(row)[j])
+                                     : to_f32(reinterpret_cast<bf16_t*>(row)[j]);
       }
   }
   expect_float64_product(

@@ -139,9 +139,13 @@ std::vector<std::vector<float>> adapter_gradients(ExecContext& ctx, Trainee& t, 
   std::vector<int32_t> next = to_vector<int32_t>(ctx, tokens);  // any targets will do
   for (int32_t& id : next) id = int32_t((id + 1) % t.model.info().n_vocab);
   const Array targets = Array::from_values<int32_t>(ctx, tokens.shape(), next);
-  const Array loss = lm_loss(
-      ctx, qwen3_logits(ctx, t.weights, tokens, {.lora = &t.lora, .checkpoint = checkpoint, .train_step = 3, .recompute_products = recompute_products}),
-      targets);
+  const Array loss = lm_loss(ctx,
+                             qwen3_logits(ctx, t.weights, tokens,
+                                          {.lora = &t.lora,
+                                           .checkpoint = checkpoint,
+                                           .train_step = 3,
+                                           .recompute_products = recompute_products}),
+                             targets);
   ag::backward(ctx, loss);
   std::vector<std::vector<float>> grads;
   for (const optim::Param& p : t.lora.parameters()) {

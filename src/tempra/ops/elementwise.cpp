@@ -99,7 +99,8 @@ std::vector<Array> binary_vjp(ExecContext& ctx, BinaryOp op, const Operand& a, c
                 b);
     return grads;
   }
-  const Array wa = detail::widen(ctx, a.value).broadcast_to(shape), wb = detail::widen(ctx, b.value).broadcast_to(shape);
+  const Array wa = detail::widen(ctx, a.value).broadcast_to(shape);
+  const Array wb = detail::widen(ctx, b.value).broadcast_to(shape);
   Array ga = Array::empty(ctx, shape, wg.dtype()), gb = Array::empty(ctx, shape, wg.dtype());
   detail::with_float_type(wg.dtype(), op_name(op), [&](auto tag) {
     using T = decltype(tag);

@@ -256,7 +256,8 @@ void pack_b_quantized_rows(const uint8_t* w, size_t row_bytes, const quant::Quan
       format.dequantize_row(w + size_t(p0 + p) * row_bytes + segment_offset, segment, nc);
       std::fill(segment + nc, segment + strips * kNr, 0.0f);
       for (int64_t s = 0; s < strips; ++s)
-        for (int v = 0; v < kNv; ++v) store(packed + s * kc * kNr + p * kNr + v * kLanes, load(segment + s * kNr + v * kLanes));
+        for (int v = 0; v < kNv; ++v)
+          store(packed + s * kc * kNr + p * kNr + v * kLanes, load(segment + s * kNr + v * kLanes));
     }
   });
 }
