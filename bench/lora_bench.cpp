@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
       checkpoint = argv[++i];
     else rest.push_back(argv[i]);
   }
+  if (checkpoint != "0" && checkpoint != "1" && checkpoint != "lean") {
+    std::fprintf(stderr, "lora_bench: --checkpoint-activations takes 0, 1 or lean, got '%s'\n", checkpoint.c_str());
+    return 2;
+  }
   if (model.empty()) {
     std::fprintf(stderr, "lora_bench: --model FILE.gguf is required\n");
     return 2;

@@ -1,7 +1,6 @@
 // tempra/ag/backward.cpp: discovery with fixed slots, then firing in waves (see backward.h).
 #include "tempra/ag/backward.h"
 
-#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -15,7 +14,7 @@ namespace {
 
 struct NodeState {
   GradNode* node = nullptr;
-  std::atomic<int> pending{0};     // consumer edges that have not contributed yet
+  int pending = 0;                 // consumer edges that have not contributed yet
   std::vector<Array> slots;        // one contribution per consumer edge, in slot order
   std::vector<int> input_slot;     // for each input edge of this node: its slot in the input
   std::vector<int> input_state;    // for each input edge: the input's index in `states`
@@ -53,7 +52,7 @@ class Graph {
     for (size_t k = 0; k < order_.size(); ++k) {
       NodeState& s = states_[k];
       s.node = order_[k];
-      s.pending.store(counts_[k], std::memory_order_relaxed);
+      s.pending = counts_[k];
       s.slots.resize(counts_[k]);
       s.input_slot = std::move(edges_[k].first);
       s.input_state = std::move(edges_[k].second);
@@ -120,7 +119,7 @@ void fire(ExecContext& ctx, Graph& graph, int k, std::vector<int>& ready) {
             target.node->dtype().name(), " ", target.node->shape());
       target.slots[s.input_slot[i]] = gi.detach();
     }
-    if (target.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(in);
+    if (--target.pending == 0) ready.push_back(in);
   }
 }
 
@@ -143,13 +142,9 @@ void backward(ExecContext& ctx, const Array& root, const Array& seed) {
   Graph graph(root.grad_node());
   graph.state(0).slots.assign(1, g.detach());
 
-  std::vector<int> wave{0};
-  while (!wave.empty()) {
-    std::vector<std::vector<int>> made_ready(wave.size());
-    for (size_t i = 0; i < wave.size(); ++i) fire(ctx, graph, wave[i], made_ready[i]);
-    wave.clear();
-    for (auto& r : made_ready) wave.insert(wave.end(), r.begin(), r.end());
-  }
+  // First in, first fired: fire appends the nodes it makes ready.
+  std::vector<int> ready{0};
+  for (size_t i = 0; i < ready.size(); ++i) fire(ctx, graph, ready[i], ready);
 }
 
 }  // namespace tempra::ag

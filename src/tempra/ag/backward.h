@@ -11,13 +11,13 @@
 //      (in walk order, which depends only on the graph, never on timing).
 //   2. Firing: a node is ready when every consumer has written its slot. Its gradient is the sum
 //      of its slots in slot order; an op node then runs its VJP (with grad mode off) and writes
-//      into its inputs' slots, decrementing their atomic pending counters; a leaf adds the sum to
-//      its .grad. Each fired node releases what its VJP saved.
-//   3. Nodes fire one at a time, wave by wave (the nodes the previous wave made ready, in the
-//      order it made them ready), each with the whole thread pool for its kernels. (Running a
-//      wave one node per worker was tried: a wave pairs a linear layer's input gradient with a
-//      cheap elementwise node, so the GEMM ran on one worker while the other idled; firing in
-//      turn made a Qwen3 LoRA step 1.2x faster and a small transformer block's step 1.1x.)
+//      into its inputs' slots, decrementing their pending counters; a leaf adds the sum to its
+//      .grad. Each fired node releases what its VJP saved.
+//   3. Nodes fire one at a time, in the order they became ready, each with the whole thread pool
+//      for its kernels. (Running the nodes ready at once one per worker was tried: that paired a
+//      linear layer's input gradient with a cheap elementwise node, so the GEMM ran on one worker
+//      while the other idled; firing in turn made a Qwen3 LoRA step 1.2x faster and a small
+//      transformer block's step 1.1x.)
 //   Determinism: every sum has a fixed order (slot order, and kernels that are bitwise identical
 //   for any thread count), so gradients are bitwise identical for 1 and N threads.
 //

@@ -44,6 +44,12 @@ struct QuantDot {
 // the first of native::quant_dot_arms() that has the format, else scalar.
 const QuantDot* find_quant_dot(DType weight, Backend backend = Backend::scalar);
 
+// The row encoder to `format` (any block format): the first native arm's for that partner
+// format where `backend` is native and an arm has one, else the reference quantize_row (null
+// where the format has no encoder). The same bytes either way.
+using RowEncoder = void (*)(const float* in, void* blocks, int64_t k);
+RowEncoder row_encoder(DType format, Backend backend = Backend::scalar);
+
 // c = a w^T through `dot`, bit for bit dot.dot per element whatever m is and however the work
 // is split: dot.gemm from kQuantGemmMinRows rows where the arm has one (its weight packing is
 // paid once per call), dot.gemv below that, else a block of weight rows at a time against

@@ -27,7 +27,10 @@ void require_whole_blocks(const Dims& shape, const quant::QuantFormat& f, const 
 Array quantize(ExecContext& ctx, const Array& x, DType format) {
   detail::require_float(x, "quantize");
   const quant::QuantFormat& f = require_format(format, "quantize");
-  check(f.quantize_row != nullptr, "quantize", "encoding to ", f.name, " is not implemented yet (decoding is)");
+  // The native arm's SIMD encoder where it has one (the reference's bytes): per element
+  // std::round was a tenth of a LoRA step on a Q8_0 base, whose activations come through here.
+  const RowEncoder encode = row_encoder(format, ctx.backend());
+  check(encode != nullptr, "quantize", "encoding to ", f.name, " is not implemented yet (decoding is)");
   require_whole_blocks(x.shape(), f, "quantize");
   const Array in = contiguous(ctx, cast(ctx, x, DType::f32));
   Array out = Array::empty(ctx, x.shape(), format);
@@ -36,7 +39,7 @@ Array quantize(ExecContext& ctx, const Array& x, DType format) {
   const float* src = in.data<float>();
   auto* dst = static_cast<uint8_t*>(out.raw_data());
   ctx.threads().parallel_for(rows, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t r = first; r < last; ++r) f.quantize_row(src + r * k, dst + r * row_bytes, k);
+    for (int64_t r = first; r < last; ++r) encode(src + r * k, dst + r * row_bytes, k);
   });
   return out;
 }
@@ -65,15 +68,7 @@ Array matmul_quantized(ExecContext& ctx, const Array& x, const Array& w) {
   check(x.rank() >= 1 && x.dim(-1) == w.dim(1), "matmul_quantized", "activations ", x.shape(),
         " do not match weights ", w.shape(), " (", w.dtype().name(), ") on k");
   const int64_t k = w.dim(1), n = w.dim(0), rows = k ? x.numel() / k : 0;
-  const quant::QuantFormat& partner = require_format(dot->activation, "matmul_quantized");
-  require_whole_blocks(x.shape(), partner, "matmul_quantized");
-  check(dot->quantize != nullptr || partner.quantize_row != nullptr, "matmul_quantized", "no encoder for ",
-        partner.name, ", the activations' format");
-  // The arm's encoder (the reference's bytes, SIMD): per element std::round was a tenth of a
-  // LoRA step on a Q8_0 base.
-  const Array x_rows = contiguous(ctx, cast(ctx, x, DType::f32));
-  Array xq = Array::empty(ctx, x.shape(), dot->activation);
-  if (rows > 0) quantize_activations(*dot, x_rows.data<float>(), rows, k, xq.raw_data(), ctx.threads());
+  const Array xq = quantize(ctx, x, dot->activation);  // checks k against the partner's block
   Dims out_shape = x.shape();
   out_shape[out_shape.size() - 1] = n;
   Array out = Array::empty(ctx, out_shape, DType::f32);

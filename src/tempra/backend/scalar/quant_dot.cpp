@@ -373,6 +373,15 @@ const QuantDot* find_quant_dot(DType weight, Backend backend) {
   return nullptr;
 }
 
+RowEncoder row_encoder(DType format, Backend backend) {
+  if (backend == Backend::native)
+    for (const native::QuantDotArm& arm : native::quant_dot_arms())
+      for (const QuantDot& d : arm.dots)
+        if (d.activation == format && d.quantize != nullptr) return d.quantize;
+  const quant::QuantFormat* f = quant::find_format(format);
+  return f != nullptr ? f->quantize_row : nullptr;
+}
+
 void quantize_activations(const QuantDot& dot, const float* x, int64_t rows, int64_t k, void* out, ThreadPool& pool) {
   auto* encode = dot.quantize != nullptr ? dot.quantize : quant::find_format(dot.activation)->quantize_row;
   const size_t row_bytes = dot.activation.bytes_for(k);
