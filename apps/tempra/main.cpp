@@ -22,6 +22,7 @@
 #include "merge.h"
 #include "quantize.h"
 #include "tokenize.h"
+#include "train_tokenizer.h"
 #include "serve.h"
 #include "synth.h"
 
@@ -72,6 +73,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::generate_command(), tempra::app::run_generate},
       {tempra::app::chat_command(), tempra::app::run_chat},
       {tempra::app::tokenize_command(), tempra::app::run_tokenize},
+      {tempra::app::train_tokenizer_command(), tempra::app::run_train_tokenizer},
       {tempra::app::synth_command(), tempra::app::run_synth},
       {tempra::app::serve_command(), tempra::app::run_serve},
       {tempra::app::bench_command(), tempra::app::run_bench},

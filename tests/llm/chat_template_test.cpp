@@ -126,6 +126,18 @@ TEST(ChatTemplate, unparseable_template_falls_back_to_chatml_with_a_warning) {
   EXPECT_TRUE(good.warning.empty());
 }
 
+// The Jinja ChatML that trained vocabs carry renders what the built-in fallback does.
+TEST(ChatTemplate, the_chatml_template_renders_as_render_chatml) {
+  const std::vector<ChatMessage> messages{{"system", "sys"}, {"user", "hi\nthere"}, {"assistant", "ok"}};
+  for (const bool generation_prompt : {true, false}) {
+    ChatTemplateOptions options;
+    options.add_generation_prompt = generation_prompt;
+    const RenderedChat chat = render_chat_or_chatml(chatml_template_source(), messages, options);
+    EXPECT_TRUE(chat.warning.empty()) << chat.warning;
+    EXPECT_EQ(chat.prompt, render_chatml(messages, generation_prompt));
+  }
+}
+
 TEST(ChatTemplate, sandbox_limits_stop_huge_loops_and_outputs) {
   jinja::SandboxLimits limits;
   limits.max_loop_iterations = 1000;

@@ -60,6 +60,15 @@ std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_gen
   return out;
 }
 
+const std::string& chatml_template_source() {
+  static const std::string source =
+      "{%- for message in messages %}"
+      "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}"
+      "{%- endfor %}"
+      "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+  return source;
+}
+
 RenderedChat render_chat_or_chatml(const std::string& template_source, const std::vector<ChatMessage>& messages,
                                    const ChatTemplateOptions& options) {
   RenderedChat out;

@@ -72,6 +72,9 @@ std::string render_template(const std::string& template_source, const nlohmann::
 // ChatML: "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then "<|im_start|>assistant\n"
 // when add_generation_prompt.
 std::string render_chatml(const std::vector<ChatMessage>& messages, bool add_generation_prompt);
+// The same ChatML as a Jinja template, for the GGUFs tempra writes with a vocab of its own
+// (llama.cpp recognizes it as chatml by its <|im_start|>); it renders what render_chatml does.
+const std::string& chatml_template_source();
 
 struct RenderedChat {
   std::string prompt;

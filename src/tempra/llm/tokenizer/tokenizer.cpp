@@ -182,6 +182,25 @@ Tokenizer Tokenizer::from_gguf(const io::GgufMetadata& m) {
   return Tokenizer(std::move(vocab));
 }
 
+void add_tokenizer_metadata(io::GgufMetadata& m, const TokenizerVocab& vocab, const std::string& chat_template) {
+  using io::GgufArray;
+  m.add("tokenizer.ggml.model", {vocab.model});
+  if (vocab.model == "gpt2") m.add("tokenizer.ggml.pre", {vocab.pre});
+  m.add("tokenizer.ggml.tokens", {GgufArray{vocab.tokens}});
+  std::vector<int32_t> types(vocab.tokens.size(), int32_t(TokenType::normal));
+  for (size_t i = 0; i < vocab.types.size() && i < types.size(); ++i) types[i] = int32_t(vocab.types[i]);
+  m.add("tokenizer.ggml.token_type", {GgufArray{std::move(types)}});
+  if (!vocab.merges.empty()) m.add("tokenizer.ggml.merges", {GgufArray{vocab.merges}});
+  if (!vocab.scores.empty()) m.add("tokenizer.ggml.scores", {GgufArray{vocab.scores}});
+  if (vocab.model == "llama") m.add("tokenizer.ggml.add_space_prefix", {vocab.add_space_prefix});
+  if (vocab.eos >= 0) m.add("tokenizer.ggml.eos_token_id", {uint32_t(vocab.eos)});
+  if (vocab.pad >= 0) m.add("tokenizer.ggml.padding_token_id", {uint32_t(vocab.pad)});
+  if (vocab.bos >= 0) m.add("tokenizer.ggml.bos_token_id", {uint32_t(vocab.bos)});
+  m.add("tokenizer.ggml.add_bos_token", {vocab.add_bos});
+  if (vocab.add_eos) m.add("tokenizer.ggml.add_eos_token", {true});
+  if (!chat_template.empty()) m.add("tokenizer.chat_template", {chat_template});
+}
+
 void Tokenizer::check_id(int32_t id) const {
   check(id >= 0 && id < size(), kOp, "token id ", id, " is outside the vocab of ", size(), " tokens");
 }

@@ -27,6 +27,9 @@
 //   - StreamingDecoder yields decoded text piece by piece but never splits a UTF-8 sequence: an
 //     incomplete code point at the end is held until completed; bytes that can never form one
 //     are passed through as they are, so the concatenation of all output equals decode(ids).
+//   - add_tokenizer_metadata writes a vocab as the tokenizer.* keys from_gguf reads back (and
+//     llama.cpp loads): model, pre (gpt2), tokens, token types, merges or scores, the special ids
+//     that are set, add_bos/add_eos, and the chat template when one is given.
 //   - from_gguf throws tempra::Error naming the key for a missing or malformed field and for a
 //     tokenizer model other than gpt2 and llama or a gpt2 pre-tokenizer other than qwen2, qwen35
 //     and the llama3 names. Defaults are llama.cpp's: add_bos true for llama and the llama3
@@ -92,6 +95,7 @@ class Tokenizer {
   explicit Tokenizer(TokenizerVocab vocab);
   static Tokenizer from_gguf(const io::GgufMetadata& metadata);
   static Tokenizer from_gguf(const io::GgufFile& file) { return from_gguf(file.metadata()); }
+  const TokenizerVocab& vocab() const { return vocab_; }
 
   std::vector<int32_t> encode(std::string_view text, EncodeOptions options = {}) const;
   std::string decode(std::span<const int32_t> ids, bool render_special = true) const;
@@ -117,6 +121,9 @@ class Tokenizer {
   bool spm_model_ = false;
   PreTokenizer pre_ = PreTokenizer::qwen2;
 };
+
+// The inverse of Tokenizer::from_gguf (see the contract above).
+void add_tokenizer_metadata(io::GgufMetadata& metadata, const TokenizerVocab& vocab, const std::string& chat_template = {});
 
 class StreamingDecoder {
  public:
