@@ -1,10 +1,8 @@
 // apps/tempra/finetune.cpp: see finetune.h.
 #include "finetune.h"
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -20,45 +18,9 @@
 #include "tempra/train/es_trainer.h"
 #include "tempra/train/finetune.h"
 #include "merge.h"
+#include "train_cli.h"
 
 namespace tempra::app {
-namespace {
-
-constexpr int kExitInterrupted = 130;
-
-std::atomic<bool> g_stop{false};
-extern "C" void request_stop(int) { g_stop.store(true); }
-
-// SIGINT and SIGTERM ask the loop to stop while in scope; the default handlers come back after,
-// however the scope is left.
-struct StopOnSignal {
-  StopOnSignal() {
-    g_stop = false;
-    std::signal(SIGINT, request_stop);
-    std::signal(SIGTERM, request_stop);
-  }
-  ~StopOnSignal() {
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
-  }
-  StopOnSignal(const StopOnSignal&) = delete;
-  StopOnSignal& operator=(const StopOnSignal&) = delete;
-};
-
-std::string duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = int64_t(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
-  else std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-  return buf;
-}
-
-cli::Option int_option(const char* spelling, const char* help, const char* fallback) {
-  return {.spellings = {spelling}, .kind = cli::Kind::Int, .help = help, .default_value = fallback, .metavar = "N"};
-}
-
-}  // namespace
 
 cli::Command finetune_command() {
   return {.name = "finetune",
@@ -135,7 +97,7 @@ struct Run {
 
 // Whether any rank was asked to stop (each rank's flag gathered): all stop after the same step.
 bool any_rank_stopping(train::Communicator& comm) {
-  const double mine = g_stop ? 1.0 : 0.0;
+  const double mine = stop_requested() ? 1.0 : 0.0;
   for (double v : comm.allgather(std::vector<double>{mine}))
     if (v != 0) return true;
   return false;

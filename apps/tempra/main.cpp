@@ -22,6 +22,7 @@
 #include "merge.h"
 #include "quantize.h"
 #include "tokenize.h"
+#include "train.h"
 #include "train_tokenizer.h"
 #include "serve.h"
 #include "synth.h"
@@ -79,6 +80,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::bench_command(), tempra::app::run_bench},
       {tempra::app::amp_command(), tempra::app::run_amp},
       {tempra::app::finetune_command(), tempra::app::run_finetune},
+      {tempra::app::train_command(), tempra::app::run_train},
       {tempra::app::merge_command(), tempra::app::run_merge},
   };
   return table;

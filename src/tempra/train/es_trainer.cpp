@@ -18,8 +18,7 @@ std::vector<optim::Param> full_weights(ExecContext& ctx, io::GgufModel& gguf) {
   for (const io::GgufModel::Location& at : gguf.tensors()) {
     const std::string name = gguf.info(at).name;
     const Array w = gguf.tensor(name);
-    // New storage either way (cast copies even to the same type): never the read-only mapping.
-    const Array f32 = contiguous(ctx, w.dtype().is_block_quantized() ? dequantize(ctx, w) : cast(ctx, w, DType::f32));
+    const Array f32 = f32_copy(ctx, w);
     gguf.replace_tensor(name, f32);
     params.push_back({name, f32});
   }

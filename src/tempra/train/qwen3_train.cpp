@@ -33,6 +33,11 @@ std::pair<int64_t, int64_t> Qwen3Weights::projection_shape(LoraTarget t) const {
   fail("lora", "unknown target");
 }
 
+Array f32_copy(ExecContext& ctx, const Array& w) {
+  // New storage either way (cast copies even to the same type).
+  return contiguous(ctx, w.dtype().is_block_quantized() ? dequantize(ctx, w) : cast(ctx, w, DType::f32));
+}
+
 LoraAdapter make_lora(ExecContext& ctx, const Qwen3Weights& weights, const LoraConfig& config) {
   const DType dtype = weights.output_norm.dtype() == DType::f64 ? DType::f64 : DType::f32;
   return LoraAdapter::create(
@@ -111,6 +116,7 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& w, const Array& tokens,
           " layers, the model ", c.n_layer);
   const int64_t T = tokens.dim(1);
   const Array positions = arange(ctx, T, DType::i32);
+  const bool trains_weights = !w.layers.empty() && w.layers[0].attn_q.requires_grad();
 
   Array inpL = embedding(ctx, w.token_embd, tokens);  // checks every id against the vocab
   if (inpL.dtype() == DType::f16 || inpL.dtype() == DType::bf16) inpL = cast(ctx, inpL, DType::f32);
@@ -119,8 +125,9 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& w, const Array& tokens,
       inpL = qwen3_block(ctx, w, il, inpL, positions, o, nullptr);
       continue;
     }
-    // The store lives in the checkpoint's VJP, freed when its node fires.
-    auto products = o.recompute_products ? nullptr : std::make_shared<FrozenProducts>();
+    // The store lives in the checkpoint's VJP, freed when its node fires. Only frozen weights'
+    // products can be replayed: a weight that trains needs its own gradient from the rerun.
+    auto products = o.recompute_products || trains_weights ? nullptr : std::make_shared<FrozenProducts>();
     inpL = ag::checkpoint(
         ctx,
         [&w, il, positions, o, products](ExecContext& c2, const std::vector<Array>& in) {

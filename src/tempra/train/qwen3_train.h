@@ -7,8 +7,9 @@
 //   goldens).
 // - qwen3_logits runs the graph of llama.cpp's src/models/qwen3.cpp, the one Qwen3Model::forward
 //   runs (tempra/llm/model/qwen3.cpp), op by op: each call records its VJP when something
-//   requires a gradient. Only the LoRA adapters do; the base weights are frozen and pass
-//   gradients to the activations only (ops::linear's VJP for every weight type).
+//   requires a gradient: the LoRA adapters when fine-tuning (the base weights are frozen and pass
+//   gradients to the activations only, ops::linear's VJP for every weight type), or every
+//   weight when pretraining (pretrain.h's f32 copies).
 // - tokens are i32 [B, T], every row a sequence at positions 0 .. T-1 (no cache); the logits are
 //   [B, T, n_vocab], f32 (f64 when the weights are f64). They equal the inference forward's
 //   under Numerics::standard within 1e-5 of each position's largest logit on every weight type
@@ -20,7 +21,8 @@
 //   token and model-width unit at Qwen3's shapes, 12 MiB per 0.6B block at 256 tokens), which
 //   the rerun replays instead of recomputing, so only the cheap rest runs twice (a 0.6B LoRA
 //   step on an f16 base: 3.4 s recomputing them, 2.7 s replaying; docs/BENCHMARK.md);
-//   recompute_products keeps the input alone (least memory).
+//   recompute_products keeps the input alone (least memory), as do weights that require a
+//   gradient themselves (pretraining, pretrain.h).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,10 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& weights, const Array& t
 // The language-model loss: the mean cross entropy of logits [B, T, V] against targets i32
 // [B, T] (the next tokens), over the positions whose target is not -100 (prompt tokens, padding).
 Array lm_loss(ExecContext& ctx, const Array& logits, const Array& targets);
+
+// An f32 copy of a weight of any stored type (decoded from f16, bf16 or a block format), in new
+// storage: never a view of the read-only mapping. What the trainers of every weight start from.
+Array f32_copy(ExecContext& ctx, const Array& w);
 
 // Fresh adapters of `config` for every layer of `weights`, in the weights' float type (f64 for
 // f64 weights, else f32).
