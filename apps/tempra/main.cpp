@@ -17,6 +17,7 @@
 #include "build_info.h"
 #include "finetune.h"
 #include "chat.h"
+#include "corpus.h"
 #include "generate.h"
 #include "info.h"
 #include "merge.h"
@@ -74,6 +75,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::generate_command(), tempra::app::run_generate},
       {tempra::app::chat_command(), tempra::app::run_chat},
       {tempra::app::tokenize_command(), tempra::app::run_tokenize},
+      {tempra::app::corpus_command(), tempra::app::run_corpus},
       {tempra::app::train_tokenizer_command(), tempra::app::run_train_tokenizer},
       {tempra::app::synth_command(), tempra::app::run_synth},
       {tempra::app::serve_command(), tempra::app::run_serve},
