@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev
   git nodejs npm
   python3-numpy  # tools/qwen3_reference.py and tools/es_reference.py, run by tests with /usr/bin/python3
+  python3.11-doc debian-reference-en python3-matplotlib  # nanochat's corpus and report (scripts/nanochat.sh)
   python3-regex  # tools/bpe_reference.py (the BPE trainer's reference, run by tests/llm/bpe_trainer_test.cpp)
   libopenmpi-dev openmpi-bin     # data-parallel training (src/tempra/train/comm.cpp; mpirun in tests/train)
 )

@@ -13,7 +13,9 @@ overlap. Stop at VOCAB_SIZE tokens with the specials.
 Slow on purpose (every pair recounted after every merge): use it on small corpora.
 
 Usage: bpe_reference.py VOCAB_SIZE MIN_COUNT FILE...  -> the merges, one "left right" per line,
-in GGUF's byte-level alphabet.
+in GGUF's byte-level alphabet;
+       bpe_reference.py --check VOCAB.gguf VOCAB_SIZE MIN_COUNT FILE...  -> exit 0 when the vocab's
+tokenizer.ggml.merges are these merges, else 1 naming the first that differs.
 """
 import sys
 
@@ -84,13 +86,27 @@ def train(counts, vocab_size, min_count):
 
 
 def main(argv):
+    check = len(argv) > 1 and argv[1] == "--check"
+    if check:
+        gguf, argv = argv[2], argv[2:]
     if len(argv) < 4:
         sys.exit(__doc__)
     vocab_size, min_count = int(argv[1]), int(argv[2])
     texts = [open(path, encoding="utf-8", newline="").read() for path in argv[3:]]
     alphabet = bytes_to_unicode()
-    for left, right in train(count_words(texts), vocab_size, min_count):
-        sys.stdout.write("".join(alphabet[b] for b in left) + " " + "".join(alphabet[b] for b in right) + "\n")
+    merges = ["".join(alphabet[b] for b in left) + " " + "".join(alphabet[b] for b in right)
+              for left, right in train(count_words(texts), vocab_size, min_count)]
+    if not check:
+        sys.stdout.write("".join(m + "\n" for m in merges))
+        return
+    from qwen3_reference import GgufFile  # the same folder's GGUF reader
+    theirs = GgufFile(gguf).metadata["tokenizer.ggml.merges"]
+    for i, (a, b) in enumerate(zip(merges, theirs)):
+        if a != b:
+            sys.exit(f"merge {i} differs: reference {a!r}, {gguf} {b!r}")
+    if len(merges) != len(theirs):
+        sys.exit(f"the reference learned {len(merges)} merges, {gguf} holds {len(theirs)}")
+    print(f"{gguf}: its {len(theirs)} merges are the reference's")
 
 
 if __name__ == "__main__":
