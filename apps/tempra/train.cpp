@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "llm_cli.h"
 #include "merge.h"
@@ -40,6 +41,31 @@ train::TokenStream read_stream(const std::vector<std::string>& files, const llm:
     if (!warning.empty()) std::fprintf(stderr, "warning: %s: %s\n", file.c_str(), warning.c_str());
   }
   return stream;
+}
+
+constexpr const char* kLogHeader = "step,loss,lr,grad_norm,val_bpb,seconds";
+
+// The rows of an existing --log up to step `done` (a resumed run continues it; rows past the
+// checkpoint were steps the resumed run redoes), and the seconds of the last of them.
+std::vector<std::string> resumed_log_rows(const std::string& path, int64_t done, double* seconds) {
+  std::vector<std::string> rows;
+  *seconds = 0;
+  if (done == 0) return rows;
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line) || line != kLogHeader) return rows;  // none, or not ours: start over
+  while (std::getline(in, line)) {
+    const size_t comma = line.find(','), last = line.rfind(',');
+    if (comma == std::string::npos) continue;
+    try {
+      if (std::stoll(line.substr(0, comma)) > done) break;
+      *seconds = std::stod(line.substr(last + 1));
+    } catch (const std::exception&) {
+      break;  // a torn last line
+    }
+    rows.push_back(line);
+  }
+  return rows;
 }
 
 double trained_fraction(const train::TokenStream& s) {
@@ -111,7 +137,8 @@ int run_train(const cli::Args& args) {
   o.seed = uint64_t(args.integer("--seed"));
   o.checkpoint_activations = args.flag("--checkpoint-activations");
   if (o.steps < 1) throw cli::UsageError("--steps must be at least 1");
-  if (o.batch < 1 || o.seq < 1) throw cli::UsageError("--batch and --seq must be at least 1");
+  if (o.batch < 1 || o.seq < 1 || o.batch > (int64_t(1) << 24) / o.seq)
+    throw cli::UsageError("--batch and --seq must be at least 1, with --batch x --seq at most 16777216");
   if (o.warmup < 0) throw cli::UsageError("--warmup must not be negative");
   if (o.lr_matrix < 0 || o.lr_other < 0 || o.weight_decay < 0 || o.clip < 0)
     throw cli::UsageError("--lr, --lr-adam, --weight-decay and --clip must not be negative");
@@ -137,7 +164,16 @@ int run_train(const cli::Args& args) {
 
   const train::TokenStream data = read_stream(args.strings("--data"), tokenizer, chat_template);
   train::TokenStream val;
-  if (args.given("--val")) val = read_stream({args.string("--val")}, tokenizer, chat_template);
+  if (args.given("--val")) {
+    // Checked now, not at the first evaluation, which may come after the whole run.
+    const std::string& val_path = args.string("--val");
+    val = read_stream({val_path}, tokenizer, chat_template);
+    if (int64_t(val.tokens.size()) < o.seq + 1)
+      fail("train", val_path, ": ", val.tokens.size(), " tokens, fewer than one window of --seq + 1 = ", o.seq + 1);
+    bool scored = false;
+    for (const int32_t id : val.tokens) scored = scored || (tokenizer.attr(id) & llm::kAttrNormal) != 0;
+    if (!scored) fail("train", val_path, ": no text tokens to score (only special tokens)");
+  }
   train::Pretrainer trainer(ctx, trainable, data, o);
   int64_t n_params = 0;
   for (const optim::Param& p : trainable.params()) n_params += p.value.numel();
@@ -154,10 +190,13 @@ int run_train(const cli::Args& args) {
                  (long long)trainer.steps_done());
   }
   std::unique_ptr<std::ofstream> log;
+  double seconds_before = 0;  // a resumed run's time so far, from its log
   if (args.given("--log")) {
-    log = std::make_unique<std::ofstream>(args.string("--log"), trainer.steps_done() > 0 ? std::ios::app : std::ios::trunc);
+    const std::vector<std::string> kept = resumed_log_rows(args.string("--log"), trainer.steps_done(), &seconds_before);
+    log = std::make_unique<std::ofstream>(args.string("--log"), std::ios::trunc);
     if (!*log) fail("train", args.string("--log"), ": cannot write");
-    if (trainer.steps_done() == 0) *log << "step,loss,lr,grad_norm,val_bpb,seconds\n";
+    *log << kLogHeader << "\n";
+    for (const std::string& row : kept) *log << row << "\n";
   }
   const auto evaluate = [&] { return val.tokens.empty() ? NAN : trainer.eval_bpb(val, tokenizer, eval_windows); };
 
@@ -177,7 +216,7 @@ int run_train(const cli::Args& args) {
       if (log) {
         *log << done << "," << r.loss << "," << r.lr_matrix << "," << r.grad_norm << ",";
         if (evaluated && !std::isnan(bpb)) *log << bpb;
-        *log << "," << seconds << "\n";
+        *log << "," << seconds_before + seconds << std::endl;  // flushed: the log is read while it grows
       }
       if (done % log_every == 0 || done == o.steps)
         std::fprintf(stderr, "step %lld/%lld | loss %.4f | lr %.4g | norm %.3f | %.0f tok/s | val bpb %s | ETA %s\n",

@@ -12,7 +12,9 @@
 // - --val FILE (plain text) is scored as bits per byte every --eval-every steps and at the end.
 // - Progress: one line per --log-every steps on stderr (step, loss, lr, gradient norm, tokens/s,
 //   validation bits per byte when measured, ETA); --log FILE also writes every step as CSV
-//   (step,loss,lr,grad_norm,val_bpb,seconds), what the report's loss curve is drawn from.
+//   (step,loss,lr,grad_norm,val_bpb,seconds), what the report's loss curve is drawn from; a
+//   resumed run keeps the file's rows up to its checkpoint's step and counts seconds on from them.
+// - --val is read and checked (at least one window, some text to score) before training starts.
 // - Checkpoints (--checkpoint, default OUT.ckpt) every --checkpoint-every steps and at the end,
 //   and on SIGINT/SIGTERM after the current step (exit 130); --stop-at N stops after step N the
 //   same way (exit 0, no model written); --resume continues bit for bit.

@@ -1,4 +1,4 @@
-// apps/tempra/train_cli.h: what the training commands (finetune, pretrain) share: stopping on a
+// apps/tempra/train_cli.h: what the training commands (finetune, train) share: stopping on a
 // signal between steps, durations for ETAs, integer options.
 #pragma once
 

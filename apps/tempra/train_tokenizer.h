@@ -6,8 +6,8 @@
 // the 256 bytes and the specials <|endoftext|>, <|im_start|>, <|im_end|>; --min-count; the qwen2
 // pre-tokenizer unless --pre says llama-bpe or qwen35) and writes OUT as a vocab-only GGUF: the
 // tokenizer.* keys llama.cpp reads, with a ChatML chat template, and no tensors (`tempra tokenize
-// -m OUT.gguf` reads it; `tempra synth --vocab OUT.gguf` gives a model its vocab). Prints the
-// words counted, the merges learned and the time to stderr. Written through a temporary file.
+// -m OUT.gguf` reads it; `tempra synth --vocab-from OUT.gguf` gives a model its vocab). Prints
+// the words counted, the merges learned and the time to stderr. Written through a temporary file.
 // Exits 1 naming the file and byte of invalid UTF-8, for an empty corpus, or when --vocab-size
 // is below 256 + 3; 2 for a bad command line.
 #pragma once

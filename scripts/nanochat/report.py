@@ -43,10 +43,9 @@ def token_ids(tempra, model, text):
     return [int(x) for x in re.findall(r"-?\d+", r.stdout.decode())]
 
 
-def unigram_bpb(tempra, model, train_text, val_text):
+def unigram_bpb(tempra, model, n_vocab, train_text, val_text):
     counts = Counter(token_ids(tempra, model, train_text))
     val = token_ids(tempra, model, val_text)
-    n_vocab = max(max(counts), max(val)) + 1
     total = sum(counts.values())
     bits = -sum(math.log2((counts[t] + 1) / (total + n_vocab)) for t in val)
     return bits / len(val_text.encode("utf-8")), len(val)
@@ -75,6 +74,7 @@ def main():
     p.add_argument("--dir", required=True)
     p.add_argument("--tempra", required=True)
     p.add_argument("--preset", default="full")
+    p.add_argument("--vocab", type=int, required=True, help="the vocab's size, for the unigram's smoothing")
     a = p.parse_args()
     d = a.dir
     base, chat = read_log(f"{d}/base.csv"), read_log(f"{d}/chat.csv")
@@ -103,7 +103,7 @@ def main():
     train_text = "".join(open(f"{d}/data/{f}", encoding="utf-8").read() for f in sorted(os.listdir(f"{d}/data"))
                          if f.startswith("train_")).replace(SEPARATOR, "\n")
     val_text = open(f"{d}/data/val_000.txt", encoding="utf-8").read().replace(SEPARATOR, "\n")
-    uni, val_tokens = unigram_bpb(a.tempra, f"{d}/tokenizer.gguf", train_text, val_text)
+    uni, val_tokens = unigram_bpb(a.tempra, f"{d}/tokenizer.gguf", a.vocab, train_text, val_text)
     gz = gzip_bpb(val_text)
     model_bpb, chat_bpb = last_bpb(base), last_bpb(chat)
     first_line = open(f"{d}/base.txt").readline().strip() if os.path.exists(f"{d}/base.txt") else ""

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 
 #include "tempra/core/error.h"
@@ -124,11 +125,49 @@ TEST(Corpus, the_split_ignores_order_and_shards_hold_whole_documents) {
   std::string all;
   for (const fs::path& f : a.files) {
     const std::string text = read_file(f);
-    if (f.filename().string().starts_with("train")) EXPECT_LE(text.size(), 1000u);
+    if (f.filename().string().starts_with("train")) {
+      EXPECT_LE(text.size(), 1000u);
+    }
     EXPECT_TRUE(text.starts_with("Document number ")) << f;
     EXPECT_TRUE(text.ends_with(" has its own words.\n")) << f;
   }
   fs::remove_all(one.parent_path());
+}
+
+// Deduplication depends on what came before; the split must not: a document shares a paragraph
+// with an earlier one in one order and not in the other, and goes to the same side both times.
+TEST(Corpus, the_split_does_not_depend_on_deduplication) {
+  std::vector<std::string> docs;
+  for (int i = 0; i < 60; ++i) docs.push_back("A common paragraph.\n\nDocument " + std::to_string(i) + "'s own text.\n");
+  const auto val_docs = [&](bool reversed) {
+    CorpusBuilder b({.val_fraction = 0.3, .shard_bytes = 1 << 20});
+    for (int i = 0; i < 60; ++i) b.add("d", docs[size_t(reversed ? 59 - i : i)], TextFormat::plain);
+    const fs::path dir = temp_dir() / (reversed ? "r" : "f");
+    b.write(dir);
+    std::set<std::string> out;
+    const std::string text = read_file(dir / "val_000.txt");
+    for (int i = 0; i < 60; ++i)
+      if (text.find("Document " + std::to_string(i) + "'s") != std::string::npos) out.insert(std::to_string(i));
+    return out;
+  };
+  const std::set<std::string> forward = val_docs(false), backward = val_docs(true);
+  EXPECT_EQ(forward, backward);
+  EXPECT_GT(forward.size(), 5u);
+  fs::remove_all(temp_dir());
+}
+
+TEST(Corpus, a_new_corpus_replaces_the_shards_of_an_old_one) {
+  const fs::path dir = temp_dir();
+  CorpusBuilder many({.val_fraction = 0, .shard_bytes = 40});
+  for (int i = 0; i < 10; ++i) many.add("d", "Document number " + std::to_string(i) + " here.\n", TextFormat::plain);
+  EXPECT_EQ(many.write(dir).files.size(), 10u);
+  CorpusBuilder one({.val_fraction = 0, .shard_bytes = 1 << 20});
+  one.add("d", "Just one document.\n", TextFormat::plain);
+  EXPECT_EQ(one.write(dir).files.size(), 1u);
+  size_t shards = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) shards += entry.path().extension() == ".txt";
+  EXPECT_EQ(shards, 1u);
+  fs::remove_all(dir);
 }
 
 TEST(Corpus, errors_name_what_is_wrong) {

@@ -9,7 +9,8 @@
 #             over 512 tokens is 6.24) and the validation bits per byte fell from the first
 #             measurement to the last;
 #   resume    `tempra train` stopped at step 12 (--stop-at) and resumed writes the same model, byte
-#             for byte, as a straight run of 30 steps;
+#             for byte, as a straight run of 30 steps (evaluating every 5 steps between), and its
+#             --log holds every step once;
 #   chat      the exported model answers through `tempra chat`, and the train command refuses bad
 #             input by name (a missing data file, --seq larger than the data).
 # (The llama.cpp parity of the exported model and of its tokenizer is nanochat_oracle_test.)
@@ -48,7 +49,8 @@ case "$case_name" in
   resume)
     work="$dir/resume"
     rm -rf "$work" && mkdir -p "$work"
-    common=(-m "$dir/init.gguf" --data "$dir/data/train_000.txt" --steps 30 --batch 4 --seq 32 --warmup 5 --seed 7 -t 2)
+    common=(-m "$dir/init.gguf" --data "$dir/data/train_000.txt" --val "$dir/data/val_000.txt" --eval-every 5
+      --eval-windows 8 --steps 30 --batch 4 --seq 32 --warmup 5 --seed 7 -t 2)
     "$tempra" train "${common[@]}" -o "$work/straight.gguf" 2>/dev/null >/dev/null
     "$tempra" train "${common[@]}" -o "$work/resumed.gguf" --stop-at 12 --checkpoint "$work/at12.ckpt" 2> "$work/err.txt" \
       >/dev/null
@@ -57,6 +59,13 @@ case "$case_name" in
     "$tempra" train "${common[@]}" -o "$work/resumed.gguf" --resume "$work/at12.ckpt" 2> "$work/err.txt" >/dev/null
     grep -q "resumed from .*at12.ckpt at step 12" "$work/err.txt" || fail "no resume line: $(cat "$work/err.txt")"
     cmp "$work/straight.gguf" "$work/resumed.gguf" || fail "the resumed run's model differs from the straight run's"
+    # The resumed run's log continues the first one's: steps 1 ... 30 once each.
+    "$tempra" train "${common[@]}" -o "$work/logged.gguf" --stop-at 12 --checkpoint "$work/log12.ckpt" \
+      --log "$work/log.csv" 2>/dev/null >/dev/null
+    "$tempra" train "${common[@]}" -o "$work/logged.gguf" --resume "$work/log12.ckpt" --log "$work/log.csv" \
+      2>/dev/null >/dev/null
+    [ "$(cut -d, -f1 "$work/log.csv" | tail -n +2 | tr '\n' ' ')" = "$(seq -s ' ' 1 30) " ] ||
+      fail "the resumed log's steps: $(cut -d, -f1 "$work/log.csv" | tr '\n' ' ')"
     ;;
   chat)
     answer="$(printf 'What is 2 + 2?\n' | "$tempra" chat -m "$dir/chat-q8_0.gguf" --temp 0 -n 8 -t 2 2>/dev/null)"

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "tempra/core/error.h"
+#include "tempra/core/fnv1a.h"
 #include "tempra/core/utf8.h"
 #include "tempra/io/atomic_write.h"
 
@@ -169,15 +170,6 @@ std::string tidy(std::string_view text) {
   return out;
 }
 
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 std::string collapse_whitespace(std::string_view s) {
   std::string out;
   bool space = false;
@@ -271,7 +263,11 @@ void CorpusBuilder::add(const std::string& name, std::string_view raw, TextForma
   }
   if (!kept.ends_with('\n')) kept += '\n';
   ++stats_.documents;
-  const bool val = double(fnv1a(kept) % 10000) < options_.val_fraction * 10000.0;
+  // The split hashes the cleaned text, before deduplication: which paragraphs survive depends on
+  // the documents added earlier, the document itself does not.
+  Fnv1a hash;
+  hash.mix_bytes(cleaned);
+  const bool val = double(hash.value % 10000) < options_.val_fraction * 10000.0;
   (val ? val_ : train_).push_back(std::move(kept));
 }
 
@@ -281,6 +277,12 @@ CorpusStats CorpusBuilder::write(const std::filesystem::path& dir) {
   check(!val_.empty() || options_.val_fraction == 0, kOp,
         "no document went to validation: raise the validation fraction or add documents");
   std::filesystem::create_directories(dir);
+  // An earlier corpus's shards would be read as this one's: remove them first.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if ((name.starts_with("train_") || name.starts_with("val_")) && name.ends_with(".txt"))
+      std::filesystem::remove(entry.path());
+  }
   stats_.train_documents = int64_t(train_.size());
   stats_.val_documents = int64_t(val_.size());
   for (const std::string& d : train_) stats_.train_bytes += int64_t(d.size());

@@ -19,12 +19,14 @@
 // - CorpusBuilder::add(document) cleans it and drops each paragraph (blank-line separated block)
 //   whose text, with whitespace runs collapsed, an earlier paragraph already had; a document left
 //   empty is dropped. Whether a document goes to validation is a pure function of its cleaned
-//   text (FNV-1a modulo 10000 against val_fraction), so the split does not depend on order or
-//   paths.
+//   text before deduplication (FNV-1a modulo 10000 against val_fraction), so the split does not
+//   depend on order or paths.
 // - write(dir) writes train_000.txt, train_001.txt, ... and val_000.txt, ... of at most
 //   shard_bytes each (a document never split; one larger than a shard gets a shard of its own),
-//   documents in the order added, separated by "<|endoftext|>"; each file written atomically.
-//   Throws when no document is left or when either split is empty (naming it).
+//   documents in the order added, separated by "<|endoftext|>"; each file written atomically,
+//   after removing the train_*.txt and val_*.txt an earlier corpus left there. Throws when no
+//   document is left, when the training split is empty, or when the validation split is empty
+//   though val_fraction is not 0 (naming it).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tempra/core/error.h"
+#include "tempra/core/fnv1a.h"
 #include "tempra/core/grad_node.h"
 #include "tempra/ops/ops.h"
 #include "tempra/optim/checkpoint.h"
@@ -61,9 +62,11 @@ double EsTrainer::eval_reward() {
 }
 
 std::map<std::string, std::string> EsTrainer::identity() const {
-  uint64_t names = 0xcbf29ce484222325ull;  // FNV-1a of the parameters' names: which weights train
-  for (const optim::Param& p : params_)
-    for (char c : p.name + '\n') names = (names ^ uint8_t(c)) * 0x100000001b3ull;
+  Fnv1a names;  // of the parameters' names: which weights train
+  for (const optim::Param& p : params_) {
+    names.mix_bytes(p.name);
+    names.mix_bytes("\n");
+  }
   std::map<std::string, std::string> id{{"method", "es"},
                                        {"es.population", std::to_string(options_.es.population)},
                                        {"es.sigma", shortest_decimal(options_.es.sigma)},
@@ -71,7 +74,7 @@ std::map<std::string, std::string> EsTrainer::identity() const {
                                        {"reward", options_.reward.name()},
                                        {"seed", std::to_string(options_.es.seed)},
                                        {"batch", std::to_string(options_.batch)},
-                                       {"parameters_fnv1a", std::to_string(names)},
+                                       {"parameters_fnv1a", std::to_string(names.value)},
                                        {"train_examples", std::to_string(train_.size())},
                                        {"train_data_fnv1a", std::to_string(training_data_hash(train_))}};
   if (options_.reward.kind == Reward::Kind::regex)

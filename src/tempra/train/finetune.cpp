@@ -9,6 +9,7 @@
 
 #include "tempra/ag/backward.h"
 #include "tempra/core/error.h"
+#include "tempra/core/fnv1a.h"
 #include "tempra/core/grad_node.h"
 #include "tempra/core/rng.h"
 #include "tempra/io/safetensors.h"
@@ -202,14 +203,13 @@ std::string shortest_decimal(double v) {
 }
 
 uint64_t training_data_hash(const std::vector<Example>& examples) {
-  // FNV-1a over every token and mark, in order.
-  uint64_t hash = 0xcbf29ce484222325ull;
-  const auto mix = [&](uint64_t v) { hash = (hash ^ v) * 0x100000001b3ull; };
+  // Every token and mark, in order.
+  Fnv1a hash;
   for (const Example& e : examples) {
-    mix(e.tokens.size());
-    for (size_t i = 0; i < e.tokens.size(); ++i) mix(uint64_t(uint32_t(e.tokens[i])) << 1 | e.counted[i]);
+    hash.mix(e.tokens.size());
+    for (size_t i = 0; i < e.tokens.size(); ++i) hash.mix(uint64_t(uint32_t(e.tokens[i])) << 1 | e.counted[i]);
   }
-  return hash;
+  return hash.value;
 }
 
 void check_run_identity(const std::filesystem::path& path, const std::map<std::string, std::string>& identity) {

@@ -8,6 +8,7 @@
 #include "tempra/ag/backward.h"
 #include "tempra/core/grad_node.h"
 #include "tempra/core/error.h"
+#include "tempra/core/fnv1a.h"
 #include "tempra/core/rng.h"
 #include "tempra/ops/ops.h"
 #include "tempra/optim/checkpoint.h"
@@ -18,6 +19,7 @@ namespace tempra::train {
 namespace {
 
 constexpr const char* kOp = "pretrain";
+constexpr int64_t kMaxWindowTokens = int64_t(1) << 24;  // tokens in one step's batch
 
 // An f32 copy of `w`, a leaf that requires a gradient.
 Array trainable_copy(ExecContext& ctx, const Array& w) {
@@ -81,6 +83,8 @@ std::map<std::string, Array> TrainableQwen3::by_name() const {
 
 Windows stream_windows(ExecContext& ctx, const TokenStream& stream, const std::vector<int64_t>& offsets, int64_t seq) {
   const int64_t n = int64_t(offsets.size());
+  check(stream.trained.empty() || stream.trained.size() == stream.tokens.size(), kOp, "the stream has ",
+        stream.trained.size(), " marks for ", stream.tokens.size(), " tokens");
   std::vector<int32_t> tokens(size_t(n * seq)), targets(size_t(n * seq));
   Windows w;
   for (int64_t r = 0; r < n; ++r) {
@@ -101,22 +105,19 @@ Windows stream_windows(ExecContext& ctx, const TokenStream& stream, const std::v
 }
 
 uint64_t stream_hash(const TokenStream& stream) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  const auto mix = [&h](uint64_t v) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 0x100000001b3ull;
-    }
-  };
-  for (const int32_t t : stream.tokens) mix(uint32_t(t));
-  for (const uint8_t m : stream.trained) mix(m);
-  return h;
+  // Every token with its mark (1 where the marks are absent: all trained), as the finetuner's.
+  Fnv1a hash;
+  hash.mix(stream.tokens.size());
+  for (size_t i = 0; i < stream.tokens.size(); ++i)
+    hash.mix(uint64_t(uint32_t(stream.tokens[i])) << 1 | (stream.trained.empty() ? 1u : stream.trained[i]));
+  return hash.value;
 }
 
 Pretrainer::Pretrainer(ExecContext& ctx, TrainableQwen3& model, const TokenStream& train, const PretrainOptions& o)
     : ctx_(ctx), model_(model), train_(train), options_(o) {
-  check(o.batch >= 1 && o.seq >= 1, kOp, "batch ", o.batch, " and seq ", o.seq, " must be at least 1");
-  check(int64_t(train.tokens.size()) > o.seq + 1, kOp, "the training stream holds ", train.tokens.size(),
+  check(o.batch >= 1 && o.seq >= 1 && o.batch <= kMaxWindowTokens / o.seq, kOp, "batch ", o.batch, " and seq ",
+        o.seq, " must be at least 1, with batch x seq at most ", kMaxWindowTokens);
+  check(int64_t(train.tokens.size()) >= o.seq + 1, kOp, "the training stream holds ", train.tokens.size(),
         " tokens: fewer than one window of ", o.seq + 1);
   check(train.trained.empty() || train.trained.size() == train.tokens.size(), kOp, "the stream has ",
         train.trained.size(), " marks for ", train.tokens.size(), " tokens");
@@ -163,6 +164,9 @@ double Pretrainer::eval_bpb(const TokenStream& val, const llm::Tokenizer& tokeni
   const int64_t n_windows = std::min<int64_t>(max_windows, (int64_t(val.tokens.size()) - 1) / seq);
   check(n_windows >= 1, kOp, "the validation stream holds ", val.tokens.size(), " tokens: fewer than one window of ",
         seq + 1);
+  for (const int32_t id : val.tokens)
+    check(id >= 0 && id < tokenizer.size(), kOp, "validation token ", id, " is outside the vocab of ",
+          tokenizer.size());
   // Bytes per token, 0 for special tokens (they are not scored).
   std::vector<int64_t> bytes(size_t(tokenizer.size()));
   for (int32_t id = 0; id < tokenizer.size(); ++id)
@@ -203,6 +207,8 @@ std::map<std::string, std::string> Pretrainer::identity() const {
           {"lr_matrix", shortest_decimal(options_.lr_matrix)},
           {"lr_other", shortest_decimal(options_.lr_other)},
           {"clip", shortest_decimal(options_.clip)},
+          {"min_lr_ratio", shortest_decimal(options_.min_lr_ratio)},
+          {"weight_decay", shortest_decimal(options_.weight_decay)},
           {"seed", std::to_string(options_.seed)},
           {"train_tokens", std::to_string(train_.tokens.size())},
           {"train_data_fnv1a", std::to_string(stream_hash(train_))}};

@@ -1,5 +1,5 @@
 // tempra/train/pretrain.h: training every weight of a Qwen3 from its initial values on a token
-// stream: nanochat's base stage (`tempra pretrain`), and its chat stage on conversations.
+// stream: nanochat's base stage (`tempra train`), and its chat stage on conversations.
 //
 // Contract:
 // - TrainableQwen3::copy_of makes f32 copies of every weight of a model (whatever its file's
@@ -22,8 +22,8 @@
 //   max_windows), without gradients: bits per byte = the summed cross entropy (nats) of the
 //   trained targets that are not special tokens / ln 2 / the UTF-8 bytes those targets stand for
 //   (nanochat's evaluate_bpb: special tokens are neither scored nor counted).
-// - save/load: the weights, Muon's state, the step and the run's identity (model shape, options,
-//   a hash of the training stream) through optim/checkpoint.h; load refuses another run's file
+// - save/load: the weights, Muon's state, the step and the run's identity (model shape, every
+//   option, a hash of the training stream) through optim/checkpoint.h; load refuses another run's file
 //   naming the key, before it changes anything.
 #pragma once
 
@@ -79,7 +79,8 @@ struct PretrainStep {
 
 class Pretrainer {
  public:
-  // `model` and `train` must outlive the Pretrainer. The stream must hold more than seq + 1 tokens.
+  // `model` and `train` must outlive the Pretrainer. The stream must hold at least one window
+  // (seq + 1 tokens); batch x seq at most 2^24. Throws tempra::Error naming what is wrong.
   Pretrainer(ExecContext& ctx, TrainableQwen3& model, const TokenStream& train, const PretrainOptions& options);
 
   int64_t steps_done() const { return optimizer_->step_count(); }

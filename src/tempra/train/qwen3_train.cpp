@@ -116,7 +116,6 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& w, const Array& tokens,
           " layers, the model ", c.n_layer);
   const int64_t T = tokens.dim(1);
   const Array positions = arange(ctx, T, DType::i32);
-  const bool trains_weights = !w.layers.empty() && w.layers[0].attn_q.requires_grad();
 
   Array inpL = embedding(ctx, w.token_embd, tokens);  // checks every id against the vocab
   if (inpL.dtype() == DType::f16 || inpL.dtype() == DType::bf16) inpL = cast(ctx, inpL, DType::f32);
@@ -127,6 +126,10 @@ Array qwen3_logits(ExecContext& ctx, const Qwen3Weights& w, const Array& tokens,
     }
     // The store lives in the checkpoint's VJP, freed when its node fires. Only frozen weights'
     // products can be replayed: a weight that trains needs its own gradient from the rerun.
+    const llm::Qwen3Layer& l = w.layers[size_t(il)];
+    const bool trains_weights = l.attn_q.requires_grad() || l.attn_k.requires_grad() || l.attn_v.requires_grad() ||
+                                l.attn_output.requires_grad() || l.ffn_gate.requires_grad() ||
+                                l.ffn_up.requires_grad() || l.ffn_down.requires_grad();
     auto products = o.recompute_products || trains_weights ? nullptr : std::make_shared<FrozenProducts>();
     inpL = ag::checkpoint(
         ctx,

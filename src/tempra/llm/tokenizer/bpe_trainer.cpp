@@ -168,11 +168,17 @@ WordCounts::WordCounts(PreTokenizer pre, std::vector<std::string> specials) : pr
 
 void WordCounts::add(std::string_view text) {
   if (const auto bad = invalid_utf8_at(text)) fail("WordCounts", "the text is not valid UTF-8 (byte ", *bad, ")");
+  // Each special's next occurrence, searched again only when the cut passes it: linear in the
+  // text whatever the number of cuts.
+  std::vector<size_t> next(specials_.size());
+  for (size_t k = 0; k < specials_.size(); ++k) next[k] = text.find(specials_[k]);
   size_t start = 0;
   while (start < text.size()) {
     size_t cut = text.size(), cut_length = 0;
-    for (const std::string& s : specials_)
-      if (const size_t at = text.find(s, start); at < cut) cut = at, cut_length = s.size();
+    for (size_t k = 0; k < specials_.size(); ++k) {
+      if (next[k] != std::string_view::npos && next[k] < start) next[k] = text.find(specials_[k], start);
+      if (next[k] < cut) cut = next[k], cut_length = specials_[k].size();  // longest first wins ties
+    }
     add_fragment(text.substr(start, cut - start));
     start = cut + cut_length;
   }
