@@ -22,6 +22,7 @@
 
 #include "llama.h"
 #include "support/llama_oracle.h"
+#include "support/files.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
@@ -32,11 +33,6 @@ namespace tempra::llm {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 fs::path license(const char* name) { return fs::path("/usr/share/common-licenses") / name; }
 
@@ -110,7 +106,7 @@ TEST_P(BpeReference, merges_equal_the_python_reference) {
   std::ofstream(mixed, std::ios::binary) << mixed_text();
   const std::vector<fs::path> files = {license("GPL-3"), license("Apache-2.0"), mixed};
   std::vector<std::string> texts;
-  for (const fs::path& f : files) texts.push_back(read_file(f));
+  for (const fs::path& f : files) texts.push_back(testing::read_text(f));
 
   const TokenizerVocab vocab = train_on(texts, c.vocab_size, c.min_count);
   const std::vector<std::string> expected = reference_merges(files, c.vocab_size, c.min_count);
@@ -128,13 +124,13 @@ INSTANTIATE_TEST_SUITE_P(Corpora, BpeReference,
 
 // No two tokens share a text (a merge whose bytes a token already has reuses that token).
 TEST(BpeTrainer, token_texts_are_distinct) {
-  const TokenizerVocab vocab = train_on({read_file(license("GPL-3")), mixed_text()}, 8000, 1);
+  const TokenizerVocab vocab = train_on({testing::read_text(license("GPL-3")), mixed_text()}, 8000, 1);
   const std::set<std::string> distinct(vocab.tokens.begin(), vocab.tokens.end());
   EXPECT_EQ(distinct.size(), vocab.tokens.size());
 }
 
 TEST(BpeTrainer, the_vocab_is_byte_level_with_the_specials_last) {
-  const TokenizerVocab vocab = train_on({read_file(license("GPL-3"))}, 400, 2);
+  const TokenizerVocab vocab = train_on({testing::read_text(license("GPL-3"))}, 400, 2);
   ASSERT_EQ(vocab.tokens.size(), 400u);
   EXPECT_EQ(vocab.model, "gpt2");
   EXPECT_EQ(vocab.pre, "qwen2");
@@ -210,7 +206,7 @@ TEST(BpeTrainer, bad_input_is_a_named_error) {
 
 // Written as GGUF keys and read back, the vocab is the same tokenizer.
 TEST(BpeTrainer, the_gguf_keys_read_back) {
-  const TokenizerVocab vocab = train_on({read_file(license("Apache-2.0"))}, 500, 2);
+  const TokenizerVocab vocab = train_on({testing::read_text(license("Apache-2.0"))}, 500, 2);
   io::GgufWriter writer;
   add_tokenizer_metadata(writer.metadata(), vocab, chatml_template_source());
   TempDir dir;
@@ -230,7 +226,7 @@ TEST(BpeTrainer, the_gguf_keys_read_back) {
 // on texts the vocab was not trained on, special tokens included.
 TEST(BpeTrainerOracle, a_trained_vocab_tokenizes_like_llama_cpp) {
   TempDir dir;
-  const TokenizerVocab vocab = train_on({read_file(license("GPL-3")), mixed_text()}, 1500, 2);
+  const TokenizerVocab vocab = train_on({testing::read_text(license("GPL-3")), mixed_text()}, 1500, 2);
   io::GgufWriter writer;
   writer.metadata().add("general.name", {std::string("trained vocab")});
   add_tokenizer_metadata(writer.metadata(), vocab, chatml_template_source());
@@ -253,7 +249,7 @@ TEST(BpeTrainerOracle, a_trained_vocab_tokenizes_like_llama_cpp) {
   std::vector<std::string> texts = {"<|im_start|>user\nWhat is 12+34?<|im_end|>\n<|im_start|>assistant\n46",
                                     mixed_text(), "   leading spaces and trailing   ", "\n\n\n", "x"};
   for (const auto& entry : fs::directory_iterator("/usr/share/common-licenses"))
-    if (entry.is_regular_file()) texts.push_back(read_file(entry.path()));
+    if (entry.is_regular_file()) texts.push_back(testing::read_text(entry.path()));
   size_t checked = 0, tokens = 0;
   for (const std::string& text : texts) {
     for (const bool parse_special : {true, false}) {

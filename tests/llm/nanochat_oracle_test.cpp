@@ -15,6 +15,7 @@
 #include <string>
 
 #include "llm/logit_oracle.h"
+#include "support/files.h"
 
 namespace tempra::llm::oracle {
 namespace {
@@ -22,11 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kDir = TEMPRA_NANOCHAT_DIR;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 TEST(NanochatOracle, the_trained_tokenizer_gives_llama_cpps_ids) {
   const fs::path model = kDir / "chat.gguf";
@@ -40,7 +36,7 @@ TEST(NanochatOracle, the_trained_tokenizer_gives_llama_cpps_ids) {
   const llama_vocab* vocab = llama_model_get_vocab(lm);
   const std::string chat =
       "<|im_start|>user\nWhat is 12 + 30?<|im_end|>\n<|im_start|>assistant\n12 + 30 = 42.<|im_end|>\n";
-  for (const std::string& text : {read_file(kDir / "data/val_000.txt"), chat}) {
+  for (const std::string& text : {testing::read_text(kDir / "data/val_000.txt"), chat}) {
     for (const bool parse_special : {true, false}) {
       std::vector<llama_token> theirs(text.size() + 8);
       const int32_t n = llama_tokenize(vocab, text.data(), int32_t(text.size()), theirs.data(),

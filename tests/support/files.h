@@ -23,6 +23,12 @@ inline std::vector<std::byte> read_file(const std::filesystem::path& p) {
   return bytes;
 }
 
+// The whole file as text (empty if it cannot be read).
+inline std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // A folder in the temporary directory named `name` and unique to this process, created on the
 // first call; the same path on every later call with that name.
 inline const std::filesystem::path& scratch_dir(const std::string& name) {

@@ -12,16 +12,12 @@
 #include <string>
 
 #include "tempra/core/error.h"
+#include "support/files.h"
 
 namespace tempra::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 fs::path temp_dir() {
   const fs::path p = fs::temp_directory_path() / ("tempra_corpus_" + std::to_string(::getpid()) + "_" +
@@ -99,7 +95,7 @@ TEST(Corpus, duplicate_paragraphs_are_dropped_and_empty_documents_too) {
   const fs::path dir = temp_dir();
   const CorpusStats s = b.write(dir);
   ASSERT_EQ(s.files.size(), 1u);
-  EXPECT_EQ(read_file(dir / "train_000.txt"), "Shared paragraph.\n\nOnly in a.\n<|endoftext|>Only in b.\n");
+  EXPECT_EQ(testing::read_text(dir / "train_000.txt"), "Shared paragraph.\n\nOnly in a.\n<|endoftext|>Only in b.\n");
   fs::remove_all(dir);
 }
 
@@ -124,7 +120,7 @@ TEST(Corpus, the_split_ignores_order_and_shards_hold_whole_documents) {
   EXPECT_GT(a.files.size(), 4u);
   std::string all;
   for (const fs::path& f : a.files) {
-    const std::string text = read_file(f);
+    const std::string text = testing::read_text(f);
     if (f.filename().string().starts_with("train")) {
       EXPECT_LE(text.size(), 1000u);
     }
@@ -145,7 +141,7 @@ TEST(Corpus, the_split_does_not_depend_on_deduplication) {
     const fs::path dir = temp_dir() / (reversed ? "r" : "f");
     b.write(dir);
     std::set<std::string> out;
-    const std::string text = read_file(dir / "val_000.txt");
+    const std::string text = testing::read_text(dir / "val_000.txt");
     for (int i = 0; i < 60; ++i)
       if (text.find("Document " + std::to_string(i) + "'s") != std::string::npos) out.insert(std::to_string(i));
     return out;
