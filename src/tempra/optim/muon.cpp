@@ -24,7 +24,9 @@ Array newton_schulz5_typed(ExecContext& ctx, const Array& g, int steps) {
   T* xs = x.data<T>();
   const int64_t n = x.numel();
   const T denom = static_cast<T>(std::sqrt(detail::sum_squares(xs, n))) + static_cast<T>(1e-7);
-  for (int64_t i = 0; i < n; ++i) xs[i] = xs[i] / denom;
+  detail::parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) xs[i] = xs[i] / denom;
+  });
   const T a = static_cast<T>(kA), b = static_cast<T>(kB), c = static_cast<T>(kC);
   for (int s = 0; s < steps; ++s) {
     const Array gram = matmul(ctx, x, x.transpose(0, 1));  // A = X X^T
@@ -32,11 +34,15 @@ Array newton_schulz5_typed(ExecContext& ctx, const Array& g, int steps) {
     Array poly = copy(ctx, gram);                          // B = b A + c A A
     T* ps = poly.data<T>();
     const T* g2 = gram2.data<T>();
-    for (int64_t i = 0; i < poly.numel(); ++i) ps[i] = b * ps[i] + c * g2[i];
+    detail::parallel_elements(ctx, poly.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) ps[i] = b * ps[i] + c * g2[i];
+    });
     const Array bx = matmul(ctx, poly, x);  // B X
     const T* bxs = bx.data<T>();
     xs = x.data<T>();
-    for (int64_t i = 0; i < n; ++i) xs[i] = a * xs[i] + bxs[i];
+    detail::parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) xs[i] = a * xs[i] + bxs[i];
+    });
   }
   return tall ? contiguous(ctx, x.transpose(0, 1)) : x;
 }
@@ -50,10 +56,12 @@ void muon_update(ExecContext& ctx, const Array& p, const Array& grad, const Arra
   const T one_minus_beta = static_cast<T>(1 - o.momentum), beta = static_cast<T>(o.momentum);
   Array u = Array::empty(ctx, p.shape(), p.dtype());
   T* us = u.data<T>();
-  for (int64_t i = 0; i < n; ++i) {
-    m[i] = detail::lerp(m[i], g[i], one_minus_beta);
-    us[i] = o.nesterov ? detail::lerp(g[i], m[i], beta) : m[i];
-  }
+  detail::parallel_elements(ctx, n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      m[i] = detail::lerp(m[i], g[i], one_minus_beta);
+      us[i] = o.nesterov ? detail::lerp(g[i], m[i], beta) : m[i];
+    }
+  });
   const Array x = newton_schulz5_typed<T>(ctx, u, o.ns_steps);
   const T* xs = x.data<T>();
   const T scale =
@@ -71,7 +79,7 @@ void muon_update(ExecContext& ctx, const Array& p, const Array& grad, const Arra
 // The reference's adam_update for the AdamW groups, then p.mul_(1 - lr * wd).add_(u, alpha=-lr).
 // (The same rule as torch's AdamW, rounded the way the reference rounds it.)
 template <class T>
-void aux_adam_update(const Array& p, const Array& grad, const Array& exp_avg, const Array& exp_avg_sq,
+void aux_adam_update(ExecContext& ctx, const Array& p, const Array& grad, const Array& exp_avg, const Array& exp_avg_sq,
                      const MuonOptions& o, double lr, double weight_decay, int64_t step) {
   const T* g = grad.data<T>();
   T* m = exp_avg.data<T>();
@@ -81,13 +89,15 @@ void aux_adam_update(const Array& p, const Array& grad, const Array& exp_avg, co
   const T bc1 = static_cast<T>(1 - std::pow(o.beta1, static_cast<double>(step)));
   const T bc2 = static_cast<T>(1 - std::pow(o.beta2, static_cast<double>(step)));
   const T eps = static_cast<T>(o.eps), decay = static_cast<T>(1 - lr * weight_decay), neg_lr = static_cast<T>(-lr);
-  for (int64_t i = 0; i < p.numel(); ++i) {
-    m[i] = detail::lerp(m[i], g[i], w1);
-    v[i] = detail::lerp(v[i], g[i] * g[i], w2);
-    const T u = (m[i] / bc1) / (std::sqrt(v[i] / bc2) + eps);
-    ps[i] = ps[i] * decay;
-    ps[i] = std::fma(neg_lr, u, ps[i]);
-  }
+  detail::parallel_elements(ctx, p.numel(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      m[i] = detail::lerp(m[i], g[i], w1);
+      v[i] = detail::lerp(v[i], g[i] * g[i], w2);
+      const T u = (m[i] / bc1) / (std::sqrt(v[i] / bc2) + eps);
+      ps[i] = ps[i] * decay;
+      ps[i] = std::fma(neg_lr, u, ps[i]);
+    }
+  });
 }
 
 }  // namespace
@@ -141,9 +151,9 @@ void Muon::update(ExecContext& ctx, int group, int64_t index, const Array& grad,
     return;
   }
   if (p.dtype() == DType::f32)
-    aux_adam_update<float>(p, grad, exp_avg_[i], exp_avg_sq_[i], o, pg.lr, pg.weight_decay, param_step);
+    aux_adam_update<float>(ctx, p, grad, exp_avg_[i], exp_avg_sq_[i], o, pg.lr, pg.weight_decay, param_step);
   else
-    aux_adam_update<double>(p, grad, exp_avg_[i], exp_avg_sq_[i], o, pg.lr, pg.weight_decay, param_step);
+    aux_adam_update<double>(ctx, p, grad, exp_avg_[i], exp_avg_sq_[i], o, pg.lr, pg.weight_decay, param_step);
 }
 
 }  // namespace tempra::optim

@@ -161,7 +161,7 @@ template <class B>
 void pack_b(const B* b, int64_t b_row, int64_t b_col, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
             float* packed, ThreadPool& pool) {
   const int64_t strips = (nc + kNr - 1) / kNr;
-  pool.parallel_for(strips, std::max<int64_t>(1, 4096 / kc), [&](int64_t first, int64_t last) {
+  pool.parallel_for(strips, std::max<int64_t>(1, 1024 / kc), [&](int64_t first, int64_t last) {
     for (int64_t s = first; s < last; ++s) {
       float* dst = packed + s * kc * kNr;
       const int64_t width = std::min<int64_t>(kNr, nc - s * kNr);
@@ -213,6 +213,10 @@ void pack_a(const float* a, int64_t a_row, int64_t a_col, int64_t i0, int64_t mc
     const int64_t height = std::min<int64_t>(kMr, mc - s * kMr);
     const float* src = a + (i0 + s * kMr) * a_row + p0 * a_col;
     if (height < kMr) std::fill(dst, dst + kc * kMr, 0.0f);
+    if (a_row == 1) {  // a is a transposed view (a weight gradient's g^T): each depth's rows are adjacent
+      for (int64_t p = 0; p < kc; ++p) std::copy(src + p * a_col, src + p * a_col + height, dst + p * kMr);
+      continue;
+    }
     for (int64_t i = 0; i < height; ++i)
       for (int64_t p = 0; p < kc; ++p) dst[p * kMr + i] = src[i * a_row + p * a_col];
   }

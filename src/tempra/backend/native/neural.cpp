@@ -3,7 +3,8 @@
 // - rms_norm / layer_norm: the row statistics are vector sums (row_math.h: reassociated), the
 //   scaling is the scalar expression lane by lane. Within ~n eps relative of scalar.
 // - rope: cos/sin come from the same double-precision expression as scalar's, computed once
-//   per position instead of once per head, and the rotation is the same two products and one
+//   per position instead of once per head (once per call for a batch of sequences that share
+//   their positions), and the rotation is the same two products and one
 //   sum or difference per element (native and scalar are both compiled with -ffp-contract=off,
 //   so neither fuses them): bitwise equal to scalar.
 // - attention: one pass over the keys with an online softmax (Milakov & Gimelshein 2018; the
@@ -83,16 +84,27 @@ void layer_norm(const float* in, int64_t rows, int64_t n, const float* weight, c
 void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
           const RopeParams& params, float* out, ThreadPool& pool) {
   const int64_t half = params.n_dims / 2;
+  const auto fill_table = [&](int64_t position, float* cosines, float* sines) {
+    for (int64_t i = 0; i < half; ++i) {
+      double cosine = 0, sine = 0;
+      rope_rotation(params, position, i, cosine, sine);
+      cosines[i] = static_cast<float>(cosine);
+      sines[i] = static_cast<float>(sine);
+    }
+  };
+  // Several sequences share their positions (a training batch): each position's table once, in
+  // the caller's scratch, which the tasks only read; otherwise each row makes its own.
+  const bool shared = outer > 1;
+  float* shared_table = shared ? thread_scratch(2).floats(seq * 2 * half) : nullptr;
+  if (shared)
+    for (int64_t t = 0; t < seq; ++t)
+      fill_table(positions[t], shared_table + t * 2 * half, shared_table + t * 2 * half + half);
   pool.parallel_for(outer * seq, scalar::rows_per_chunk(heads * head_dim), [&](int64_t first, int64_t last) {
-    float* table = thread_scratch(2).floats(2 * half);  // cos then sin, for this position
-    float *cosines = table, *sines = table + half;
+    float* table = shared ? nullptr : thread_scratch(2).floats(2 * half);  // cos then sin, for this position
     for (int64_t row = first; row < last; ++row) {
-      for (int64_t i = 0; i < half; ++i) {
-        double cosine = 0, sine = 0;
-        rope_rotation(params, positions[row % seq], i, cosine, sine);
-        cosines[i] = static_cast<float>(cosine);
-        sines[i] = static_cast<float>(sine);
-      }
+      const float* cosines = shared ? shared_table + (row % seq) * 2 * half : table;
+      const float* sines = cosines + half;
+      if (!shared) fill_table(positions[row % seq], table, table + half);
       for (int64_t h = 0; h < heads; ++h) {
         const float* x = in + (row * heads + h) * head_dim;
         float* y = out + (row * heads + h) * head_dim;
