@@ -63,7 +63,8 @@ if [ "${SKIP_INSTALL:-0}" != 1 ]; then
   "$root/scripts/apt-install-missing.sh" python3.11-doc debian-reference-en python3-matplotlib python3-regex gzip
 fi
 if [ ! -x "$tempra" ]; then
-  log "building tempra"
+  log "building tempra (its dependencies first: scripts/install-deps.sh)"
+  "$root/scripts/install-deps.sh"
   (cd "$root" && cmake --preset release >/dev/null && cmake --build --preset release --target tempra)
 fi
 if [ ! -f "$out/src/brown/README" ]; then

@@ -7,6 +7,8 @@
 //   max/min of contiguous rows (exact in any order);
 // - 1e-6 relative (+1e-37 absolute for results in the subnormal range, which native flushes
 //   towards 0): exp, tanh, sigmoid, silu, gelu_tanh (native uses a polynomial exp);
+// - derivatives: bitwise where they read the output (exp, tanh, sigmoid), silu's within 2e-6 of
+//   the size of its terms;
 // - reassociated sums (contiguous rows): |d| <= 2 n eps sum|x| (and the same relative to the
 //   mean's and variance's magnitudes); softmax and cross-entropy: 1e-5 relative + 1e-7 abs.
 // Every case also runs on 1 and 2 threads, which must agree bitwise.
@@ -72,6 +74,51 @@ TEST(NativeUnaryParity, TranscendentalsWithinOneMillionth) {
     check_unary(op, false, -4, 4);
     check_unary(op, false, -90, 90);  // the tails: overflow, underflow, saturation
   }
+}
+
+// Derivatives (unary_grad): from the output y, bitwise (exp, tanh, sigmoid: the same operations);
+// silu's from x within 2e-6 of |g| (1 + |x|), the size of its terms (s, and x s (1 - s)), since
+// its sigmoid carries simd::exp's error; a row with inner stride 2 runs scalar's kernel.
+TEST(NativeUnaryGradParity, DerivativesFromTheOutputAreBitwiseSilusWithinItsTerms) {
+  for (UnaryOp op : {UnaryOp::exp, UnaryOp::tanh, UnaryOp::sigmoid, UnaryOp::silu, UnaryOp::log}) {
+    for (float range : {4.0f, 90.0f}) {
+      for (auto [rows, n] : cases()) {
+        SCOPED_TRACE("op " + std::to_string(int(op)) + " range " + std::to_string(range) + " n " + std::to_string(n));
+        const auto x = parity::random_floats(rows * n, 5 * n + int(op), op == UnaryOp::log ? 0.01f : -range, range);
+        const auto g = parity::random_floats(rows * n, 9 * n + int(op), -2, 2);
+        const Dims shape{rows, n}, strides{n, 1};
+        std::vector<float> y(rows * n), want(rows * n), got(rows * n), got2(rows * n);
+        ThreadPool one(1), two(2);
+        parity::scalar_f32().unary(op, input(x, shape, strides), view(y, shape, strides), one);
+        const auto grad = [&](const FloatKernels<float>& k, std::vector<float>& out, ThreadPool& pool) {
+          k.unary_grad(op, input(x, shape, strides), input(y, shape, strides), input(g, shape, strides),
+                       view(out, shape, strides), pool);
+        };
+        grad(parity::scalar_f32(), want, one);
+        grad(parity::native_f32(), got, one);
+        grad(parity::native_f32(), got2, two);
+        if (op == UnaryOp::silu) {
+          std::vector<double> bound(x.size());
+          for (size_t i = 0; i < x.size(); ++i) bound[i] = 2e-6 * std::abs(g[i]) * (1.0 + std::abs(x[i])) + 1e-37;
+          EXPECT_TRUE(parity::within(got, want, bound));
+        } else {
+          EXPECT_TRUE(parity::bitwise_equal(got, want));
+        }
+        EXPECT_TRUE(parity::bitwise_equal(got2, got));
+      }
+    }
+  }
+  // Inner stride 2 (every other column of a [rows, 2n] buffer): the scalar kernel, bitwise.
+  const int64_t rows = 5, n = 37;
+  const auto x = parity::random_floats(rows * 2 * n, 3, -4, 4), g = parity::random_floats(rows * 2 * n, 4, -2, 2);
+  std::vector<float> want(rows * 2 * n), got(rows * 2 * n);
+  ThreadPool one(1);
+  const Dims shape{rows, n}, strides{2 * n, 2};
+  parity::scalar_f32().unary_grad(UnaryOp::silu, input(x, shape, strides), input(x, shape, strides),
+                                  input(g, shape, strides), view(want, shape, strides), one);
+  parity::native_f32().unary_grad(UnaryOp::silu, input(x, shape, strides), input(x, shape, strides),
+                                  input(g, shape, strides), view(got, shape, strides), one);
+  EXPECT_TRUE(parity::bitwise_equal(got, want));
 }
 
 TEST(NativeUnaryParity, ExpOverTheWholeFloatRange) {

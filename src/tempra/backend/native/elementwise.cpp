@@ -4,6 +4,9 @@
 // - bitwise equal to scalar: neg, abs, square, relu, sqrt, rsqrt (1 / sqrt, both correctly
 //   rounded), add, sub, mul, div, maximum, minimum (with scalar's NaN rule);
 // - within 1e-6 relative: exp, tanh, sigmoid, silu, gelu_tanh (activations.h).
+// - unary_grad: bitwise equal to scalar for exp, tanh and sigmoid (their derivatives read the
+//   output: the same operations); silu's within its sigmoid's bound (the derivative's terms
+//   carry simd::exp's error); the others run the scalar kernel.
 // Everything else (log, sin, cos, softplus, gelu_erf, pow) and any row whose innermost stride
 // is not 1 (or 0 for a broadcast operand) runs the scalar kernel: correct first, and those are
 // not on any hot path yet.
@@ -82,6 +85,46 @@ void unary(UnaryOp op, TensorRef<const float> in, TensorRef<float> out, ThreadPo
     case UnaryOp::silu: return run_unary(in, out, pool, [](V x) { return silu(x); });
     case UnaryOp::gelu_tanh: return run_unary(in, out, pool, [](V x) { return gelu_tanh(x); });
     default: return scalar::unary(op, in, out, pool);
+  }
+}
+
+void unary_grad(UnaryOp op, TensorRef<const float> x, TensorRef<const float> y, TensorRef<const float> g,
+                TensorRef<float> gx, ThreadPool& pool) {
+  const int64_t n = inner_extent(gx.shape);
+  const bool unit = n <= 1 || (inner_stride(x.strides) == 1 && inner_stride(y.strides) == 1 &&
+                               inner_stride(g.strides) == 1 && inner_stride(gx.strides) == 1);
+  // The derivative as scalar's unary_derivative writes it, times g: from the output y where
+  // that is how scalar reads it (the same operations, so bitwise), from x for silu.
+  const auto run = [&](auto derivative_times_g) {
+    pool.parallel_for(row_count(gx.shape), scalar::rows_per_chunk(n), [&](int64_t first, int64_t last) {
+      for_each_row<4>(gx.shape, {&x.strides, &y.strides, &g.strides, &gx.strides}, first, last, [&](int64_t, auto o) {
+        const float *xs = x.data + o[0], *ys = y.data + o[1], *gs = g.data + o[2];
+        float* out = gx.data + o[3];
+        int64_t j = 0;
+        for (; j + kLanes <= n; j += kLanes)
+          store(out + j, derivative_times_g(load(xs + j), load(ys + j), load(gs + j)));
+        if (j < n) {
+          const int tail = int(n - j);
+          store_partial(out + j,
+                        derivative_times_g(load_partial(xs + j, tail), load_partial(ys + j, tail),
+                                           load_partial(gs + j, tail)),
+                        tail);
+        }
+      });
+    });
+  };
+  if (!unit) return scalar::unary_grad(op, x, y, g, gx, pool);
+  const V one = set1(1.0f);
+  switch (op) {
+    case UnaryOp::exp: return run([](V, V yv, V gv) { return mul(gv, yv); });
+    case UnaryOp::tanh: return run([one](V, V yv, V gv) { return mul(gv, sub(one, mul(yv, yv))); });
+    case UnaryOp::sigmoid: return run([one](V, V yv, V gv) { return mul(gv, mul(yv, sub(one, yv))); });
+    case UnaryOp::silu:
+      return run([one](V xv, V, V gv) {
+        const V s = sigmoid(xv);
+        return mul(gv, mul(s, add(one, mul(xv, sub(one, s)))));
+      });
+    default: return scalar::unary_grad(op, x, y, g, gx, pool);
   }
 }
 

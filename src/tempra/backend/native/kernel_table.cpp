@@ -25,6 +25,7 @@ Kernels make_native_kernels() {
 #if TEMPRA_NATIVE_KERNELS
   table.f32.unary = &native::unary;
   table.f32.binary = &native::binary;
+  table.f32.unary_grad = &native::unary_grad;
   table.f32.reduce = &native::reduce;
   table.f32.softmax = &native::softmax;
   table.f32.gemm = &native::gemm;

@@ -16,6 +16,8 @@ const char* simd_arm();
 
 void unary(UnaryOp op, TensorRef<const float> in, TensorRef<float> out, ThreadPool& pool);
 void binary(BinaryOp op, TensorRef<const float> a, TensorRef<const float> b, TensorRef<float> out, ThreadPool& pool);
+void unary_grad(UnaryOp op, TensorRef<const float> x, TensorRef<const float> y, TensorRef<const float> g,
+                TensorRef<float> gx, ThreadPool& pool);
 void reduce(ReduceOp op, const float* in, int64_t outer, int64_t n, int64_t inner, int64_t correction, float* out,
             ThreadPool& pool);
 void softmax(TensorRef<const float> in, const SoftmaxArgs<float>& args, float* out, ThreadPool& pool);
