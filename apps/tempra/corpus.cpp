@@ -45,15 +45,24 @@ train::TextFormat format_of(const fs::path& p) {
 cli::Command corpus_command() {
   return {.name = "corpus",
           .summary = "Clean, deduplicate and split texts into training and validation shards for `tempra train`.",
-          .options = {{.spellings = {"--text"}, .kind = cli::Kind::StringList,
-                       .help = "a text file or a folder of them (*.rst, *.rst.txt: reStructuredText)", .metavar = "PATH"},
-                      {.spellings = {"--brown"}, .kind = cli::Kind::StringList,
-                       .help = "a Brown corpus file or folder (tagged word/tag files: ca01 ... cr09)", .metavar = "PATH"},
-                      {.spellings = {"--val-fraction"}, .kind = cli::Kind::Float,
-                       .help = "the share of documents held out for validation", .default_value = "0.05",
+          .options = {{.spellings = {"--text"},
+                       .kind = cli::Kind::StringList,
+                       .help = "a text file or a folder of them (*.rst, *.rst.txt: reStructuredText)",
+                       .metavar = "PATH"},
+                      {.spellings = {"--brown"},
+                       .kind = cli::Kind::StringList,
+                       .help = "a Brown corpus file or folder (tagged word/tag files: ca01 ... cr09)",
+                       .metavar = "PATH"},
+                      {.spellings = {"--val-fraction"},
+                       .kind = cli::Kind::Float,
+                       .help = "the share of documents held out for validation",
+                       .default_value = "0.05",
                        .metavar = "F"},
-                      {.spellings = {"--shard-mb"}, .kind = cli::Kind::Int, .help = "the largest shard, in MiB",
-                       .default_value = "16", .metavar = "N"}},
+                      {.spellings = {"--shard-mb"},
+                       .kind = cli::Kind::Int,
+                       .help = "the largest shard, in MiB",
+                       .default_value = "16",
+                       .metavar = "N"}},
           .positionals = {{.name = "output", .help = "the folder to write the shards into"}}};
 }
 
@@ -82,10 +91,11 @@ int run_corpus(const cli::Args& args) {
       if (!folder || is_brown_file(f)) add(f, train::TextFormat::brown);
   }
   const train::CorpusStats s = builder.write(args.positional("output"));
-  std::printf("%lld files (%.1f MiB): %lld documents kept, %lld left empty; %lld of %lld paragraphs dropped as "
-              "duplicates\n",
-              (long long)files, double(bytes) / (1 << 20), (long long)s.documents, (long long)s.dropped_documents,
-              (long long)s.duplicate_paragraphs, (long long)s.paragraphs);
+  std::printf(
+      "%lld files (%.1f MiB): %lld documents kept, %lld left empty; %lld of %lld paragraphs dropped as "
+      "duplicates\n",
+      (long long)files, double(bytes) / (1 << 20), (long long)s.documents, (long long)s.dropped_documents,
+      (long long)s.duplicate_paragraphs, (long long)s.paragraphs);
   std::printf("train: %lld documents, %.2f MiB; validation: %lld documents, %.2f MiB; %zu shards in %s\n",
               (long long)s.train_documents, double(s.train_bytes) / (1 << 20), (long long)s.val_documents,
               double(s.val_bytes) / (1 << 20), s.files.size(), args.positional("output").c_str());

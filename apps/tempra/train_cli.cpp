@@ -11,7 +11,9 @@ namespace tempra::app {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void request_stop(int) { g_stop.store(true); }
+extern "C" void request_stop(int) {
+  g_stop.store(true);
+}
 
 }  // namespace
 
@@ -26,14 +28,18 @@ StopOnSignal::~StopOnSignal() {
   std::signal(SIGTERM, SIG_DFL);
 }
 
-bool stop_requested() { return g_stop.load(); }
+bool stop_requested() {
+  return g_stop.load();
+}
 
 std::string duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = int64_t(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
-  else std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(s / 3600), (long long)(s / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
   return buf;
 }
 

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "llama.h"
-#include "support/llama_oracle.h"
 #include "support/files.h"
+#include "support/llama_oracle.h"
 #include "tempra/core/error.h"
 #include "tempra/io/gguf_reader.h"
 #include "tempra/io/gguf_writer.h"
@@ -34,7 +34,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path license(const char* name) { return fs::path("/usr/share/common-licenses") / name; }
+fs::path license(const char* name) {
+  return fs::path("/usr/share/common-licenses") / name;
+}
 
 // Words, digits, punctuation runs, CRLF, several scripts, emoji, repeated letters (pairs that
 // overlap: "aaaa"), and the special tokens between documents.
@@ -97,7 +99,9 @@ struct ReferenceCase {
 class BpeReference : public ::testing::TestWithParam<ReferenceCase> {};
 
 // Merges that made no new token: their bytes were a token already.
-size_t reused_merges(const TokenizerVocab& vocab) { return vocab.merges.size() + 256 + 3 - vocab.tokens.size(); }
+size_t reused_merges(const TokenizerVocab& vocab) {
+  return vocab.merges.size() + 256 + 3 - vocab.tokens.size();
+}
 
 TEST_P(BpeReference, merges_equal_the_python_reference) {
   const ReferenceCase c = GetParam();

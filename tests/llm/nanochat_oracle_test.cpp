@@ -39,8 +39,8 @@ TEST(NanochatOracle, the_trained_tokenizer_gives_llama_cpps_ids) {
   for (const std::string& text : {testing::read_text(kDir / "data/val_000.txt"), chat}) {
     for (const bool parse_special : {true, false}) {
       std::vector<llama_token> theirs(text.size() + 8);
-      const int32_t n = llama_tokenize(vocab, text.data(), int32_t(text.size()), theirs.data(),
-                                       int32_t(theirs.size()), false, parse_special);
+      const int32_t n = llama_tokenize(vocab, text.data(), int32_t(text.size()), theirs.data(), int32_t(theirs.size()),
+                                       false, parse_special);
       ASSERT_GE(n, 0);
       theirs.resize(size_t(n));
       EXPECT_EQ(tokenizer.encode(text, {.parse_special = parse_special}), theirs)

@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "tempra/core/error.h"
 #include "support/files.h"
+#include "tempra/core/error.h"
 
 namespace tempra::train {
 namespace {
@@ -88,7 +88,7 @@ TEST(Corpus, duplicate_paragraphs_are_dropped_and_empty_documents_too) {
   CorpusBuilder b({.val_fraction = 0, .shard_bytes = 1 << 20});
   b.add("a", "Shared paragraph.\n\nOnly in a.\n", TextFormat::plain);
   b.add("b", "Shared   paragraph.\n\nOnly in b.\n", TextFormat::plain);  // the same after whitespace collapses
-  b.add("c", "Only in a.\n\n<|endoftext|>\n", TextFormat::plain);           // nothing new: dropped
+  b.add("c", "Only in a.\n\n<|endoftext|>\n", TextFormat::plain);        // nothing new: dropped
   EXPECT_EQ(b.stats().documents, 2);
   EXPECT_EQ(b.stats().dropped_documents, 1);
   EXPECT_EQ(b.stats().duplicate_paragraphs, 2);
@@ -134,7 +134,8 @@ TEST(Corpus, the_split_ignores_order_and_shards_hold_whole_documents) {
 // with an earlier one in one order and not in the other, and goes to the same side both times.
 TEST(Corpus, the_split_does_not_depend_on_deduplication) {
   std::vector<std::string> docs;
-  for (int i = 0; i < 60; ++i) docs.push_back("A common paragraph.\n\nDocument " + std::to_string(i) + "'s own text.\n");
+  for (int i = 0; i < 60; ++i)
+    docs.push_back("A common paragraph.\n\nDocument " + std::to_string(i) + "'s own text.\n");
   const auto val_docs = [&](bool reversed) {
     CorpusBuilder b({.val_fraction = 0.3, .shard_bytes = 1 << 20});
     for (int i = 0; i < 60; ++i) b.add("d", docs[size_t(reversed ? 59 - i : i)], TextFormat::plain);

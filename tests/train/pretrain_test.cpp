@@ -13,8 +13,8 @@
 
 #include "support/files.h"
 #include "tempra/ag/backward.h"
-#include "tempra/core/grad_node.h"
 #include "tempra/core/error.h"
+#include "tempra/core/grad_node.h"
 #include "tempra/io/gguf_model.h"
 #include "tempra/llm/model/synth.h"
 #include "tempra/ops/ops.h"
@@ -24,14 +24,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch() { return testing::scratch_dir("tempra_pretrain_test"); }
+fs::path scratch() {
+  return testing::scratch_dir("tempra_pretrain_test");
+}
 
 // A small tied Qwen3 with the synthesizer's byte-level vocab, f16 on disk (the copies are f32).
 const fs::path& model_file() {
   static const fs::path path = [] {
     const fs::path p = scratch() / "init.gguf";
-    llm::SynthSpec spec{.n_layer = 2, .n_embd = 64, .n_ff = 128, .n_head = 2, .n_head_kv = 1, .head_dim = 32,
-                        .n_vocab = 300, .context_length = 512, .weight_type = DType::f16};
+    llm::SynthSpec spec{.n_layer = 2,
+                        .n_embd = 64,
+                        .n_ff = 128,
+                        .n_head = 2,
+                        .n_head_kv = 1,
+                        .head_dim = 32,
+                        .n_vocab = 300,
+                        .context_length = 512,
+                        .weight_type = DType::f16};
     llm::write_synthetic_model(p, spec);
     return p;
   }();
@@ -74,7 +83,8 @@ TEST(Pretrain, the_trainable_copy_computes_the_models_logits) {
   const Array tokens = Array::from_values<int32_t>(ctx, {1, 12}, std::vector<int32_t>(12, 97));
   NoGradGuard no_grad;
   // The f16 weights widened to f32 are the same numbers: the logits agree closely.
-  const std::vector<float> a = values(qwen3_logits(ctx, frozen, tokens)), b = values(qwen3_logits(ctx, t.weights, tokens));
+  const std::vector<float> a = values(qwen3_logits(ctx, frozen, tokens)),
+                           b = values(qwen3_logits(ctx, t.weights, tokens));
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-3) << i;
 }

@@ -70,8 +70,8 @@ std::string strip_inline_markup(std::string_view line) {
     }
     if (line[i] == ':') {  // a role: ":name:`" with name of letters, digits, ':', '-', '+'
       size_t j = i + 1;
-      while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == ':' ||
-                                 line[j] == '-' || line[j] == '+'))
+      while (j < line.size() &&
+             (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == ':' || line[j] == '-' || line[j] == '+'))
         ++j;
       if (j > i + 2 && line[j - 1] == ':' && j < line.size() && line[j] == '`') {
         const size_t end = line.find('`', j + 1);
@@ -106,10 +106,12 @@ std::string clean_rest(const std::vector<std::string>& lines) {
 }
 
 bool attaches_left(std::string_view w) {  // no space before it
-  return w == "." || w == "," || w == ";" || w == ":" || w == "?" || w == "!" || w == ")" || w == "]" ||
-         w == "}" || w == "''" || w == "'" || w == "--" || w == "...";
+  return w == "." || w == "," || w == ";" || w == ":" || w == "?" || w == "!" || w == ")" || w == "]" || w == "}" ||
+         w == "''" || w == "'" || w == "--" || w == "...";
 }
-bool attaches_right(std::string_view w) { return w == "``" || w == "(" || w == "[" || w == "{" || w == "`"; }
+bool attaches_right(std::string_view w) {
+  return w == "``" || w == "(" || w == "[" || w == "{" || w == "`";
+}
 
 std::string clean_brown(const std::vector<std::string>& lines) {
   std::string out, paragraph;
@@ -230,8 +232,8 @@ std::string clean_text(std::string_view raw, TextFormat format) {
 }
 
 CorpusBuilder::CorpusBuilder(CorpusOptions options) : options_(options) {
-  check(options_.val_fraction >= 0 && options_.val_fraction < 1, kOp, "the validation fraction ",
-        options_.val_fraction, " must be in [0, 1)");
+  check(options_.val_fraction >= 0 && options_.val_fraction < 1, kOp, "the validation fraction ", options_.val_fraction,
+        " must be in [0, 1)");
   check(options_.shard_bytes >= 1, kOp, "the shard size must be at least 1 byte");
 }
 

@@ -6,9 +6,9 @@
 #include <numbers>
 
 #include "tempra/ag/backward.h"
-#include "tempra/core/grad_node.h"
 #include "tempra/core/error.h"
 #include "tempra/core/fnv1a.h"
+#include "tempra/core/grad_node.h"
 #include "tempra/core/rng.h"
 #include "tempra/ops/ops.h"
 #include "tempra/optim/checkpoint.h"
@@ -115,8 +115,8 @@ uint64_t stream_hash(const TokenStream& stream) {
 
 Pretrainer::Pretrainer(ExecContext& ctx, TrainableQwen3& model, const TokenStream& train, const PretrainOptions& o)
     : ctx_(ctx), model_(model), train_(train), options_(o) {
-  check(o.batch >= 1 && o.seq >= 1 && o.batch <= kMaxWindowTokens / o.seq, kOp, "batch ", o.batch, " and seq ",
-        o.seq, " must be at least 1, with batch x seq at most ", kMaxWindowTokens);
+  check(o.batch >= 1 && o.seq >= 1 && o.batch <= kMaxWindowTokens / o.seq, kOp, "batch ", o.batch, " and seq ", o.seq,
+        " must be at least 1, with batch x seq at most ", kMaxWindowTokens);
   check(int64_t(train.tokens.size()) >= o.seq + 1, kOp, "the training stream holds ", train.tokens.size(),
         " tokens: fewer than one window of ", o.seq + 1);
   check(train.trained.empty() || train.trained.size() == train.tokens.size(), kOp, "the stream has ",
@@ -147,10 +147,11 @@ PretrainStep Pretrainer::step() {
     optimizer_->step(ctx_);
     return r;
   }
-  const Array loss = lm_loss(ctx_,
-                             qwen3_logits(ctx_, model_.weights, w.tokens,
-                                          {.checkpoint = options_.checkpoint_activations, .train_step = {}, .recompute_products = true}),
-                             w.targets);
+  const Array loss = lm_loss(
+      ctx_,
+      qwen3_logits(ctx_, model_.weights, w.tokens,
+                   {.checkpoint = options_.checkpoint_activations, .train_step = {}, .recompute_products = true}),
+      w.targets);
   ag::backward(ctx_, loss);
   r.loss = loss.at({});
   r.grad_norm = options_.clip > 0 ? optim::clip_grad_norm(*optimizer_, options_.clip)

@@ -21,9 +21,15 @@ constexpr const char* kOp = "train_bpe";
 
 using Pair = uint64_t;  // left id in the high half, right id in the low: ordered as (left, right)
 
-Pair make_pair(int32_t left, int32_t right) { return (uint64_t(uint32_t(left)) << 32) | uint32_t(right); }
-int32_t left_of(Pair p) { return int32_t(p >> 32); }
-int32_t right_of(Pair p) { return int32_t(p & 0xffffffffu); }
+Pair make_pair(int32_t left, int32_t right) {
+  return (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
+}
+int32_t left_of(Pair p) {
+  return int32_t(p >> 32);
+}
+int32_t right_of(Pair p) {
+  return int32_t(p & 0xffffffffu);
+}
 
 struct PairStat {
   int64_t count = 0;
@@ -52,8 +58,8 @@ void check_options(const BpeTrainOptions& options) {
     check(seen.insert(s).second, kOp, "special token '", s, "' is listed twice");
   }
   const int64_t smallest = 256 + int64_t(options.specials.size());
-  check(options.vocab_size >= smallest, kOp, "vocab size ", options.vocab_size, " is smaller than the 256 byte tokens + ",
-        options.specials.size(), " special tokens (", smallest, ")");
+  check(options.vocab_size >= smallest, kOp, "vocab size ", options.vocab_size,
+        " is smaller than the 256 byte tokens + ", options.specials.size(), " special tokens (", smallest, ")");
   check(options.min_count >= 1, kOp, "min_count ", options.min_count, " must be at least 1");
 }
 
@@ -160,7 +166,8 @@ std::string_view pre_tokenizer_name(PreTokenizer pre) {
   return "qwen2";
 }
 
-WordCounts::WordCounts(PreTokenizer pre, std::vector<std::string> specials) : pre_(pre), specials_(std::move(specials)) {
+WordCounts::WordCounts(PreTokenizer pre, std::vector<std::string> specials)
+    : pre_(pre), specials_(std::move(specials)) {
   // Longest first, so a special that contains another is cut out whole.
   std::sort(specials_.begin(), specials_.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
   for (const std::string& s : specials_) check(!s.empty(), "WordCounts", "a special token is empty");
@@ -191,7 +198,8 @@ void WordCounts::add_fragment(std::string_view fragment) {
   for (const size_t length : pretokenize(pre_, cpts)) {
     // The fragment is well-formed UTF-8, so each code point's bytes are its sequence length.
     size_t bytes = 0;
-    for (size_t i = 0; i < length; ++i) bytes += utf8_sequence_length(static_cast<unsigned char>(fragment[byte + bytes]));
+    for (size_t i = 0; i < length; ++i)
+      bytes += utf8_sequence_length(static_cast<unsigned char>(fragment[byte + bytes]));
     ++counts_[std::string(fragment.substr(byte, bytes))];
     ++total_;
     byte += bytes;
@@ -220,7 +228,8 @@ TokenizerVocab train_bpe(const WordCounts& words, const BpeTrainOptions& options
     const std::string bytes = token_bytes[size_t(left)] + token_bytes[size_t(right)];
     auto [it, added] = id_of.try_emplace(bytes, int32_t(token_bytes.size()));
     if (added) token_bytes.push_back(bytes);
-    vocab.merges.push_back(byte_level_text(token_bytes[size_t(left)]) + " " + byte_level_text(token_bytes[size_t(right)]));
+    vocab.merges.push_back(byte_level_text(token_bytes[size_t(left)]) + " " +
+                           byte_level_text(token_bytes[size_t(right)]));
     state.merge(best.pair, it->second);
     ++merges;
     if (progress) progress(merges, best.count);

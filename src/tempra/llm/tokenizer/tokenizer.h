@@ -123,7 +123,8 @@ class Tokenizer {
 };
 
 // The inverse of Tokenizer::from_gguf (see the contract above).
-void add_tokenizer_metadata(io::GgufMetadata& metadata, const TokenizerVocab& vocab, const std::string& chat_template = {});
+void add_tokenizer_metadata(io::GgufMetadata& metadata, const TokenizerVocab& vocab,
+                            const std::string& chat_template = {});
 
 class StreamingDecoder {
  public:
