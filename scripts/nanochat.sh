@@ -16,7 +16,7 @@
 #                                         gzip -9, tokens/s, sample chats (Markdown)
 #
 # Usage: scripts/nanochat.sh [OUT_DIR]   (default build/nanochat)
-# Environment: PRESET=full (the default: about two hours on two cores) or mini (CI's: minutes);
+# Environment: PRESET=full (the default: under two hours on two cores) or mini (CI's: under a minute);
 # THREADS (default 2); TEMPRA (the tempra binary, default build/release/bin/tempra, built when
 # missing); SKIP_INSTALL=1 when the packages are already there. Every stage's output is kept; a
 # stage whose output exists is skipped, so a stopped run continues (training from its checkpoint).
