@@ -147,15 +147,15 @@ PretrainStep Pretrainer::step() {
     optimizer_->step(ctx_);
     return r;
   }
-  const Array loss = lm_loss(
-      ctx_,
-      qwen3_logits(ctx_, model_.weights, w.tokens,
-                   {.checkpoint = options_.checkpoint_activations, .train_step = {}, .recompute_products = true}),
-      w.targets);
+  // Checkpointed blocks rerun whole: qwen3_logits replays no products of weights that train.
+  TrainForwardOptions forward;
+  forward.checkpoint = options_.checkpoint_activations;
+  const Array loss = lm_loss(ctx_, qwen3_logits(ctx_, model_.weights, w.tokens, forward), w.targets);
   ag::backward(ctx_, loss);
   r.loss = loss.at({});
-  r.grad_norm = options_.clip > 0 ? optim::clip_grad_norm(*optimizer_, options_.clip)
-                                  : optim::clip_grad_norm(*optimizer_, std::numeric_limits<double>::infinity());
+  // clip 0 measures the norm only (an infinite bound scales nothing).
+  const double bound = options_.clip > 0 ? options_.clip : std::numeric_limits<double>::infinity();
+  r.grad_norm = optim::clip_grad_norm(*optimizer_, bound);
   optimizer_->step(ctx_);
   return r;
 }
