@@ -12,6 +12,8 @@ packages=(
   chromium                       # the web page's browser test (tests/serve/clients/web_page.test.mjs)
   libopenblas-dev
   libsndfile1-dev                # tempra amp's audio files (src/tempra/audio/wav.cpp)
+  libcairo2-dev                  # tempra amp train's PNG (apps/tempra/amp_plot.cpp)
+  python3-scipy                  # the virtual amp's filters (scripts/amp/virtual_amp.py)
   clang libclang-rt-14-dev
   git nodejs npm
   python3-numpy  # tools/qwen3_reference.py and tools/es_reference.py, run by tests with /usr/bin/python3

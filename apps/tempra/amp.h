@@ -9,6 +9,14 @@
 // 32-bit float WAV at the input's rate, atomically. Prints what ran and the real-time factor.
 // An input whose rate differs from the profile's is refused (resample it first); bad options
 // exit 2, unreadable or malformed files exit 1 naming the file and field.
+//
+// `tempra amp train --input DI.wav --target AMP.wav [--arch standard|lite|feather|nano]` trains a
+// WaveNet on the pair with NAM's recipe (tempra/audio/train/amp_trainer.h): the pair is checked
+// (rates, clipping, lengths), aligned (the latency estimated, or --latency) and split (the last
+// --validation-seconds validate). Each epoch prints its loss, ESRs and an ETA; SIGINT stops after
+// the current epoch. Writes the weights of the best validation ESR as a `.nam` (version 0.5.4,
+// with NAM's metadata fields: date, names, latency calibration, validation_esr) and a PNG
+// (amp_plot.h), both atomically; --log adds a CSV of every epoch.
 #pragma once
 
 #include "args.h"
@@ -17,5 +25,7 @@ namespace tempra::app {
 
 int run_amp(const cli::Args& args);
 cli::Command amp_command();
+int run_amp_train(const cli::Args& args);
+cli::Command amp_train_command();
 
 }  // namespace tempra::app

@@ -81,6 +81,7 @@ const std::vector<Subcommand>& subcommands() {
       {tempra::app::serve_command(), tempra::app::run_serve},
       {tempra::app::bench_command(), tempra::app::run_bench},
       {tempra::app::amp_command(), tempra::app::run_amp},
+      {tempra::app::amp_train_command(), tempra::app::run_amp_train},
       {tempra::app::finetune_command(), tempra::app::run_finetune},
       {tempra::app::train_command(), tempra::app::run_train},
       {tempra::app::merge_command(), tempra::app::run_merge},
@@ -140,14 +141,16 @@ int main(int argc, char** argv) {
     std::cout << usage();
     return 0;
   }
-  const std::string& name = args[0];
+  // A two-word command ("amp train") before its one-word prefix ("amp").
+  const bool two_words = args.size() >= 2 && find_subcommand(args[0] + " " + args[1]) != nullptr;
+  const std::string name = two_words ? args[0] + " " + args[1] : args[0];
   const Subcommand* sub = find_subcommand(name);
   if (!sub) {
     std::cerr << "tempra: " << unknown_command_message(name) << "\nRun 'tempra --help' for the list of commands.\n";
     return kExitUsage;
   }
   try {
-    const cli::Args parsed = cli::parse(sub->command, {args.begin() + 1, args.end()});
+    const cli::Args parsed = cli::parse(sub->command, {args.begin() + (two_words ? 2 : 1), args.end()});
     if (parsed.help_requested) {
       std::cout << cli::help(sub->command, "tempra");
       return 0;

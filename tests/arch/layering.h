@@ -37,6 +37,8 @@ inline const std::map<std::string, std::set<std::string>>& layer_table() {
       {"train", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "llm/template", "llm/tokenizer",
                  "llm/model", "llm/decode", "llm/runtime", "train"}},
       {"audio", {"core", "quant", "backend", "ops", "io", "audio"}},
+      // Training NAM's WaveNets: the audio models and the op library's gradients and optimizers.
+      {"audio/train", {"core", "quant", "backend", "ops", "ag", "typed", "io", "optim", "audio", "audio/train"}},
   };
   return table;
 }

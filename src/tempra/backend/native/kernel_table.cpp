@@ -39,6 +39,8 @@ Kernels make_native_kernels() {
   table.f32.rms_norm_grad = &native::rms_norm_grad;
   table.f32.layer_norm_grad = &native::layer_norm_grad;
   table.f32.attention_grad = &native::attention_grad;
+  table.f32.conv1d = &native::conv1d;
+  table.f32.conv1d_grad = &native::conv1d_grad;
   table.gemm_f16_weights = &native::gemm_half_weights<f16_t>;
   table.gemm_bf16_weights = &native::gemm_half_weights<bf16_t>;
   table.gemm_quant_weights = &native::gemm_quant_weights;

@@ -45,6 +45,10 @@ void attention_grad(const float* q, const float* k, const float* v, const float*
                     float* gq, float* gk, float* gv, ThreadPool& pool);
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
+// Stride-1 convolutions that read no padding (conv1d.cpp); others call scalar's.
+void conv1d(const float* x, const float* w, const float* bias, const Conv1dShape& shape, float* out, ThreadPool& pool);
+void conv1d_grad(const float* x, const float* w, const float* g, const Conv1dShape& shape, float* gx, float* gw,
+                 float* gb, ThreadPool& pool);
 void f16_to_f32(const f16_t* in, float* out, int64_t n, ThreadPool& pool);
 void bf16_to_f32(const bf16_t* in, float* out, int64_t n, ThreadPool& pool);
 void f32_to_f16(const float* in, f16_t* out, int64_t n, ThreadPool& pool);

@@ -1,0 +1,24 @@
+// apps/tempra/amp_plot.h: the picture `tempra amp train` leaves beside its profile.
+//
+// One PNG, drawn with cairo (Debian's libcairo2-dev): above, the target against the model's
+// prediction on a stretch of the validation split (the loudest 20 ms, where a misfit shows);
+// below, the ESR after every epoch on a log scale, training and validation. Written atomically.
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tempra::app {
+
+struct AmpPlot {
+  std::string title;                          // "standard WaveNet, validation ESR 0.0042"
+  std::span<const float> target, prediction;  // the whole validation split
+  int sample_rate = 48000;
+  std::vector<double> train_esr, validation_esr;  // one per epoch
+};
+
+void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot);
+
+}  // namespace tempra::app
