@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "audio/amp_fixtures.h"
+#include "support/command.h"
 #include "support/files.h"
 #include "tempra/audio/amp_model.h"
 #include "tempra/audio/wav.h"
@@ -23,27 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using tempra::testing::CommandRun;
+using tempra::testing::quoted;
 
-CliRun tempra_amp(const std::string& arguments) {
+CommandRun tempra_amp(const std::string& arguments) {
   const fs::path log = tempra::testing::scratch_dir("amp-cli") / "log.txt";
-  const std::string cmd = std::string("'") + TEMPRA_BINARY + "' amp " + arguments + " > '" + log.string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
-}
-
-// A path in single quotes, for the shell.
-std::string quoted(const fs::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += "'";
-  return text;
+  return tempra::testing::run_command(std::string("'") + TEMPRA_BINARY + "' amp " + arguments, log);
 }
 
 // A mono 16-bit PCM WAV, header by hand (RIFF/WAVE, fmt PCM, data).
@@ -84,7 +70,7 @@ TEST_F(AmpCli, the_output_file_holds_what_the_library_computes_whatever_the_bloc
   for (const char* block : {"64", "7", "4096"}) {
     SCOPED_TRACE(block);
     const fs::path out = dir_ / (std::string("out-") + block + ".wav");
-    const CliRun run = tempra_amp("-m " + quoted(dir_ / "feather.nam") + " " + quoted(dir_ / "di.wav") + " " +
+    const CommandRun run = tempra_amp("-m " + quoted(dir_ / "feather.nam") + " " + quoted(dir_ / "di.wav") + " " +
                                   quoted(out) + " --input-gain 6 --output-gain -3 --normalize --block " + block);
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_NE(run.output.find("profile: WaveNet 0.5.4, 48000 Hz, loudness -24.0 dB"), std::string::npos) << run.output;
@@ -102,7 +88,7 @@ TEST_F(AmpCli, bad_inputs_exit_non_zero_naming_what_was_wrong_and_write_nothing)
   const std::string to = std::string(" ").append(quoted(out));
   {
     std::ofstream(dir_ / "broken.nam") << R"({"version":"0.5.4","architecture":"WaveNet","config":{"layers":[]}})";
-    const CliRun run = tempra_amp("-m " + quoted(dir_ / "broken.nam") + " " + wav + to);
+    const CommandRun run = tempra_amp("-m " + quoted(dir_ / "broken.nam") + " " + wav + to);
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.output.find("broken.nam: config.layers: expected a list of 1 ... 16 layer arrays"), std::string::npos)
         << run.output;
@@ -110,28 +96,28 @@ TEST_F(AmpCli, bad_inputs_exit_non_zero_naming_what_was_wrong_and_write_nothing)
   {
     const auto bytes = tempra::testing::read_file(dir_ / "di.wav");
     std::ofstream(dir_ / "cut.wav", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), 30);
-    const CliRun run = tempra_amp("-m " + nam + " " + quoted(dir_ / "cut.wav") + to);
+    const CommandRun run = tempra_amp("-m " + nam + " " + quoted(dir_ / "cut.wav") + to);
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.output.find("cut.wav: cannot read audio"), std::string::npos) << run.output;
   }
   {
     write_pcm16(dir_ / "di44.wav", signal_, 44100);
-    const CliRun run = tempra_amp("-m " + nam + " " + quoted(dir_ / "di44.wav") + to);
+    const CommandRun run = tempra_amp("-m " + nam + " " + quoted(dir_ / "di44.wav") + to);
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.output.find("is at 44100 Hz but the profile expects 48000 Hz"), std::string::npos) << run.output;
   }
   {
-    const CliRun run = tempra_amp("-m " + nam + " " + wav + to + " --block 0");
+    const CommandRun run = tempra_amp("-m " + nam + " " + wav + to + " --block 0");
     EXPECT_EQ(run.exit_code, 2);
     EXPECT_NE(run.output.find("--block must be in 1 ... 4096"), std::string::npos) << run.output;
   }
   {
-    const CliRun run = tempra_amp(wav + to);
+    const CommandRun run = tempra_amp(wav + to);
     EXPECT_EQ(run.exit_code, 2);
     EXPECT_NE(run.output.find("--model"), std::string::npos) << run.output;
   }
   {
-    const CliRun run = tempra_amp("-m " + nam + " " + wav + " " + quoted(dir_ / "no-such-dir" / "x.wav"));
+    const CommandRun run = tempra_amp("-m " + nam + " " + wav + " " + quoted(dir_ / "no-such-dir" / "x.wav"));
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.output.find("no-such-dir"), std::string::npos) << run.output;
   }

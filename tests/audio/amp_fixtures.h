@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tempra/audio/nam_file.h"
+#include "tempra/audio/wav.h"
 
 namespace tempra::audio::testing {
 
@@ -25,5 +26,11 @@ std::vector<NamedProfile> profile_zoo();
 // A guitar-like test signal at 48 kHz: a sine sweep, noise bursts and decaying plucked chords
 // at three levels (peak ~0.9), `n` samples, seeded.
 std::vector<float> test_signal(int64_t n, uint64_t seed = 7);
+
+// A toy amp for training tests: 0.6 tanh(3 (0.7 x[t-d] + 0.3 x[t-d-1])) + 0.1 x[t-d-2], its
+// output delayed by d samples, as a 48 kHz mono recording.
+AudioData toy_amp(const std::vector<float>& x, int64_t delay);
+// x as a 48 kHz mono recording.
+AudioData as_audio(const std::vector<float>& x);
 
 }  // namespace tempra::audio::testing

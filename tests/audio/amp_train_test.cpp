@@ -136,38 +136,24 @@ TEST(TrainableWaveNet, refuses_fast_tanh_by_name) {
   }
 }
 
-// A toy amp: 0.6 tanh(3 (0.7 x[t-d] + 0.3 x[t-d-1])) + a little of x[t-d-2], delayed by d.
-AudioData toy_amp(const std::vector<float>& x, int64_t delay) {
-  AudioData y;
-  y.samples.assign(x.size(), 0.0f);
-  auto at = [&](int64_t t) { return t >= 0 ? double(x[size_t(t)]) : 0.0; };
-  for (int64_t t = 0; t < int64_t(x.size()); ++t)
-    y.samples[size_t(t)] =
-        float(0.6 * std::tanh(3 * (0.7 * at(t - delay) + 0.3 * at(t - delay - 1))) + 0.1 * at(t - delay - 2));
-  return y;
-}
-
-AudioData audio(const std::vector<float>& x) {
-  AudioData a;
-  a.samples = x;
-  return a;
-}
-
 TEST(AmpPair, the_latency_of_a_known_delay_is_found) {
   const std::vector<float> x = testing::test_signal(96000);
   for (int64_t delay : {0, 1, 17, 300, 2000}) {
     SCOPED_TRACE(delay);
-    const LatencyEstimate e = estimate_latency(x, toy_amp(x, delay).samples, 4800);
+    const LatencyEstimate e = estimate_latency(x, testing::toy_amp(x, delay).samples, 4800);
     EXPECT_EQ(e.onset, delay);
     EXPECT_GT(e.strength, 0.1);
-    const TrainingPair pair = prepare_pair(audio(x), toy_amp(x, delay), {.validation_seconds = 0.5});
+    const TrainingPair pair =
+        prepare_pair(testing::as_audio(x), testing::toy_amp(x, delay), {.validation_seconds = 0.5});
     EXPECT_EQ(pair.latency, std::max<int64_t>(0, delay - 1));  // NAM's safety sample
     ASSERT_EQ(pair.train_input.size() + pair.validation_input.size(), x.size() - size_t(pair.latency));
     EXPECT_EQ(pair.validation_input.size(), 24000u);
-    EXPECT_EQ(pair.train_target[100], toy_amp(x, delay).samples[100 + size_t(pair.latency)]);
+    EXPECT_EQ(pair.train_target[100], testing::toy_amp(x, delay).samples[100 + size_t(pair.latency)]);
   }
   // A given latency is taken as it is.
-  EXPECT_EQ(prepare_pair(audio(x), toy_amp(x, 17), {.validation_seconds = 0.5, .latency = 5}).latency, 5);
+  EXPECT_EQ(
+      prepare_pair(testing::as_audio(x), testing::toy_amp(x, 17), {.validation_seconds = 0.5, .latency = 5}).latency,
+      5);
 }
 
 void expect_refused(const AudioData& x, const AudioData& y, const PairOptions& options, const std::string& words) {
@@ -181,7 +167,7 @@ void expect_refused(const AudioData& x, const AudioData& y, const PairOptions& o
 
 TEST(AmpPair, bad_pairs_are_refused_by_name) {
   const std::vector<float> x = testing::test_signal(48000);
-  const AudioData in = audio(x), out = toy_amp(x, 3);
+  const AudioData in = testing::as_audio(x), out = testing::toy_amp(x, 3);
   AudioData other_rate = out;
   other_rate.sample_rate = 44100;
   expect_refused(in, other_rate, {}, "44100 Hz");
@@ -203,7 +189,7 @@ TEST(AmpPair, bad_pairs_are_refused_by_name) {
 
 TrainingPair toy_pair(int64_t seconds_x10) {
   const std::vector<float> x = testing::test_signal(4800 * seconds_x10, 3);
-  return prepare_pair(audio(x), toy_amp(x, 5), {.validation_seconds = 0.25});
+  return prepare_pair(testing::as_audio(x), testing::toy_amp(x, 5), {.validation_seconds = 0.25});
 }
 
 std::vector<float> train(int threads, int epochs, std::vector<EpochResult>* results = nullptr) {

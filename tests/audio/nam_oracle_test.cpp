@@ -6,7 +6,8 @@
 // LSTM) is written by tempra's write_nam, loaded by both, and fed the same 0.5 s guitar-like
 // signal; the outputs must agree within 1e-5 (max absolute difference, float32), the bound
 // issue 18 sets. The core runs with its fast tanh on (that build turns it on, as NAM's plugin
-// does), so tempra runs with AmpOptions::fast_tanh, its default.
+// does), so tempra runs with AmpOptions::fast_tanh, its default. Profiles tempra trained
+// (audio/train: the four stock WaveNets, two epochs on a toy amp) go through the same check.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "audio/amp_fixtures.h"
 #include "support/files.h"
 #include "tempra/audio/amp_model.h"
+#include "tempra/audio/train/amp_trainer.h"
 
 namespace tempra::audio {
 namespace {
@@ -57,20 +59,21 @@ Compared compare(const std::vector<float>& ours, const std::vector<float>& their
   return c;
 }
 
-TEST(NamOracle, every_profile_of_the_zoo_matches_nams_core_within_1e_5) {
-  const fs::path dir = tempra::testing::scratch_dir("nam-oracle");
-  const std::vector<float> input = testing::test_signal(24000);
+// Writes every profile, runs the oracle on `input` in blocks of 64, and holds tempra's output
+// (read back from the same file) to 1e-5 of the core's.
+void expect_oracle_agrees(const std::string& scratch, const std::vector<testing::NamedProfile>& profiles,
+                          const std::vector<float>& input) {
+  const fs::path dir = tempra::testing::scratch_dir(scratch);
   write_floats(dir / "in.f32", input);
-  const auto zoo = testing::profile_zoo();
   std::ofstream jobs(dir / "jobs.txt");
-  for (const auto& [name, file] : zoo) {
+  for (const auto& [name, file] : profiles) {
     write_nam(dir / (name + ".nam"), file);
     jobs << (dir / (name + ".nam")).string() << ' ' << (dir / "in.f32").string() << ' '
          << (dir / (name + ".out")).string() << " 64\n";
   }
   jobs.close();
   ASSERT_TRUE(run_oracle(dir / "jobs.txt"));
-  for (const auto& [name, file] : zoo) {
+  for (const auto& [name, file] : profiles) {
     SCOPED_TRACE(name);
     // Read back what was written: the oracle and tempra load the same bytes.
     const auto model = make_amp_model(read_nam(dir / (name + ".nam")));
@@ -83,6 +86,23 @@ TEST(NamOracle, every_profile_of_the_zoo_matches_nams_core_within_1e_5) {
     EXPECT_GT(c.peak, 1e-3);  // a silent pair would agree trivially
     std::printf("%-28s max |tempra - nam| %.3g  (output peak %.3f)\n", name.c_str(), c.max_abs, c.peak);
   }
+}
+
+TEST(NamOracle, every_profile_of_the_zoo_matches_nams_core_within_1e_5) {
+  expect_oracle_agrees("nam-oracle", testing::profile_zoo(), testing::test_signal(24000));
+}
+
+TEST(NamOracle, profiles_tempra_trained_match_nams_core_within_1e_5) {
+  const std::vector<float> x = testing::test_signal(72000, 5);
+  const TrainingPair pair = prepare_pair(testing::as_audio(x), testing::toy_amp(x, 2), {.validation_seconds = 0.25});
+  std::vector<testing::NamedProfile> trained;
+  for (const char* arch : {"standard", "lite", "feather", "nano"}) {
+    ExecContext ctx;
+    WaveNetTrainer trainer(ctx, *wavenet_preset(arch), pair, {.ny = 2048, .batch_size = 4, .seed = 1});
+    for (int epoch = 0; epoch < 2; ++epoch) trainer.run_epoch();
+    trained.push_back({std::string("trained_") + arch, trainer.profile()});
+  }
+  expect_oracle_agrees("nam-oracle-trained", trained, testing::test_signal(24000));
 }
 
 TEST(NamOracle, exact_tanh_differs_from_the_cores_fast_tanh_by_its_approximation_error) {
