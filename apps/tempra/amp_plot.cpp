@@ -112,12 +112,16 @@ void legend(cairo_t* cr, double x, double y, const std::vector<std::pair<std::st
 void waveform_panel(cairo_t* cr, const Box& box, const AmpPlot& plot) {
   const auto n = int64_t(plot.target.size());
   const int64_t window = std::min<int64_t>(n, std::max<int64_t>(2, std::llround(kExcerptSeconds * plot.sample_rate)));
-  // The loudest window (stepping by a quarter of one): where the model's misfit is clearest.
+  // The window where the model errs most (stepping by a quarter of one): the picture shows
+  // the worst of the fit, not its best.
   int64_t start = 0;
   double best = -1;
   for (int64_t s = 0; s + window <= n; s += std::max<int64_t>(1, window / 4)) {
     double e = 0;
-    for (int64_t t = s; t < s + window; ++t) e += double(plot.target[size_t(t)]) * plot.target[size_t(t)];
+    for (int64_t t = s; t < s + window; ++t) {
+      const double d = double(plot.prediction[size_t(t)]) - plot.target[size_t(t)];
+      e += d * d;
+    }
     if (e > best) best = e, start = s;
   }
   double peak = 1e-6;

@@ -1,7 +1,7 @@
 // apps/tempra/amp_plot.h: the picture `tempra amp train` leaves beside its profile.
 //
 // One PNG, drawn with cairo (Debian's libcairo2-dev): above, the target against the model's
-// prediction on a stretch of the validation split (the loudest 20 ms, where a misfit shows);
+// prediction on the 20 ms of the validation split where they differ most;
 // below, the ESR after every epoch on a log scale, training and validation. Written atomically.
 #pragma once
 

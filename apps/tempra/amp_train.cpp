@@ -68,73 +68,73 @@ cli::Command amp_train_command() {
   return {
       .name = "amp train",
       .summary = "Train a NAM profile (.nam) from a dry recording and the amp's output.",
-      .options = {{.spellings = {"--input"},
-                   .kind = cli::Kind::String,
-                   .help = "the dry (DI) signal",
-                   .required = true,
-                   .metavar = "WAV"},
-                  {.spellings = {"--target"},
-                   .kind = cli::Kind::String,
-                   .help = "the amp's output, recorded from the DI signal",
-                   .required = true,
-                   .metavar = "WAV"},
-                  {.spellings = {"--arch"},
-                   .kind = cli::Kind::String,
-                   .help = "standard, lite, feather or nano (NAM's WaveNets)",
-                   .default_value = "standard"},
-                  {.spellings = {"-o", "--output"},
-                   .kind = cli::Kind::String,
-                   .help = "the .nam to write (default: the target's name with .nam)",
-                   .metavar = "FILE"},
-                  {.spellings = {"--plot"},
-                   .kind = cli::Kind::String,
-                   .help = "the PNG of prediction and ESR (default: the output's name with .png)",
-                   .metavar = "FILE"},
-                  {.spellings = {"--log"},
-                   .kind = cli::Kind::String,
-                   .help = "a CSV of every epoch's figures",
-                   .metavar = "FILE"},
-                  int_option("--epochs", "passes over the training split (NAM: 100)", "100"),
-                  int_option("--batch-size", "items per step (NAM: 16)", "16"),
-                  int_option("--ny", "output samples per item (NAM: 8192)", "8192"),
-                  {.spellings = {"--lr"},
-                   .kind = cli::Kind::Float,
-                   .help = "Adam's learning rate (NAM: 0.004)",
-                   .default_value = "0.004"},
-                  {.spellings = {"--lr-decay"},
-                   .kind = cli::Kind::Float,
-                   .help = "lr *= 1 - this after each epoch (NAM: 0.007)",
-                   .default_value = "0.007"},
-                  {.spellings = {"--latency"},
-                   .kind = cli::Kind::Int,
-                   .help = "the target's delay in samples (default: estimated)",
-                   .metavar = "N"},
-                  {.spellings = {"--validation-seconds"},
-                   .kind = cli::Kind::Float,
-                   .help = "the last seconds, held out for validation (NAM: 9)",
-                   .default_value = "9"},
-                  int_option("--seed", "initial weights and shuffles", "0"),
-                  int_option("-t", "threads; 0: TEMPRA_THREADS or the physical cores", "0"),
-                  {.spellings = {"--name"}, .kind = cli::Kind::String, .help = "the profile's name (metadata)"},
-                  {.spellings = {"--modeled-by"}, .kind = cli::Kind::String, .help = "who captured it (metadata)"}}};
+      .options = {
+          {.spellings = {"--input"},
+           .kind = cli::Kind::String,
+           .help = "the dry (DI) signal",
+           .required = true,
+           .metavar = "WAV"},
+          {.spellings = {"--target"},
+           .kind = cli::Kind::String,
+           .help = "the amp's output, recorded from the DI signal",
+           .required = true,
+           .metavar = "WAV"},
+          {.spellings = {"--arch"},
+           .kind = cli::Kind::String,
+           .help = "NAM's WaveNets: standard, lite, feather, nano; its LSTMs: lstm, lstm-lite, lstm-feather, lstm-nano",
+           .default_value = "standard"},
+          {.spellings = {"-o", "--output"},
+           .kind = cli::Kind::String,
+           .help = "the .nam to write (default: the target's name with .nam)",
+           .metavar = "FILE"},
+          {.spellings = {"--plot"},
+           .kind = cli::Kind::String,
+           .help = "the PNG of prediction and ESR (default: the output's name with .png)",
+           .metavar = "FILE"},
+          {.spellings = {"--log"},
+           .kind = cli::Kind::String,
+           .help = "a CSV of every epoch's figures",
+           .metavar = "FILE"},
+          int_option("--epochs", "passes over the training split (NAM: 100)", "100"),
+          int_option("--batch-size", "items per step (NAM: 16)", "16"),
+          int_option("--ny", "output samples per item (NAM: 8192)", "8192"),
+          {.spellings = {"--lr"},
+           .kind = cli::Kind::Float,
+           .help = "Adam's learning rate (NAM: 0.004 for WaveNets, 0.01 for LSTMs)"},
+          {.spellings = {"--lr-decay"},
+           .kind = cli::Kind::Float,
+           .help = "lr *= 1 - this after each epoch (NAM: 0.007 for WaveNets, 0.005 for LSTMs)"},
+          {.spellings = {"--latency"},
+           .kind = cli::Kind::Int,
+           .help = "the target's delay in samples (default: estimated)",
+           .metavar = "N"},
+          {.spellings = {"--validation-seconds"},
+           .kind = cli::Kind::Float,
+           .help = "the last seconds, held out for validation (NAM: 9)",
+           .default_value = "9"},
+          int_option("--seed", "initial weights and shuffles", "0"),
+          int_option("-t", "threads; 0: TEMPRA_THREADS or the physical cores", "0"),
+          {.spellings = {"--name"}, .kind = cli::Kind::String, .help = "the profile's name (metadata)"},
+          {.spellings = {"--modeled-by"}, .kind = cli::Kind::String, .help = "who captured it (metadata)"}}};
 }
 
 int run_amp_train(const cli::Args& args) {
   const std::string arch = args.string("--arch");
-  if (arch == "lstm")
-    throw cli::UsageError(
-        "--arch lstm: training LSTMs is not built yet (tempra runs them); train a WaveNet: "
-        "standard, lite, feather or nano");
-  const std::optional<audio::WaveNetConfig> config = audio::wavenet_preset(arch);
-  if (!config) throw cli::UsageError("--arch must be standard, lite, feather or nano, got '" + arch + "'");
   const int64_t epochs = args.integer("--epochs"), threads = args.integer("-t");
   if (epochs < 1 || epochs > 100000) throw cli::UsageError("--epochs must be in 1 ... 100000");
   if (threads < 0 || threads > 1024) throw cli::UsageError("-t must be in 0 ... 1024");
-  audio::AmpTrainOptions options;
+  ExecContext ctx(ExecOptions{.threads = int(threads)});
+  std::unique_ptr<audio::TrainableAmp> model = audio::make_trainable_amp(ctx, arch, uint64_t(args.integer("--seed")));
+  if (!model)
+    throw cli::UsageError(
+        "--arch must be standard, lite, feather, nano (WaveNets) or lstm, lstm-lite, lstm-feather, "
+        "lstm-nano, got '" +
+        arch + "'");
+  audio::AmpTrainOptions options = audio::defaults_for(model->architecture());
   options.batch_size = args.integer("--batch-size");
   options.ny = args.integer("--ny");
-  options.lr = args.number("--lr");
-  options.lr_decay = args.number("--lr-decay");
+  if (args.given("--lr")) options.lr = args.number("--lr");
+  if (args.given("--lr-decay")) options.lr_decay = args.number("--lr-decay");
   options.seed = uint64_t(args.integer("--seed"));
   if (options.batch_size < 1 || options.batch_size > 4096) throw cli::UsageError("--batch-size must be in 1 ... 4096");
   if (options.ny < 1 || options.ny > (1 << 20)) throw cli::UsageError("--ny must be in 1 ... 1048576");
@@ -152,8 +152,7 @@ int run_amp_train(const cli::Args& args) {
 
   const audio::TrainingPair pair = audio::prepare_pair(audio::read_audio(args.string("--input")),
                                                        audio::read_audio(args.string("--target")), pair_options);
-  ExecContext ctx(ExecOptions{.threads = int(threads)});
-  audio::WaveNetTrainer trainer(ctx, *config, pair, options);
+  audio::AmpTrainer trainer(ctx, std::move(model), pair, options);
   std::printf("data: %.1f s to train on, %.1f s to validate, at %d Hz; latency %lld samples",
               double(pair.train_input.size()) / pair.sample_rate,
               double(pair.validation_input.size()) / pair.sample_rate, pair.sample_rate, (long long)pair.latency);
@@ -162,9 +161,10 @@ int run_amp_train(const cli::Args& args) {
                 (long long)pair.estimate->onset, (long long)pair.estimate->peak, pair.estimate->strength);
   else
     std::printf(" (given)");
-  std::printf("\nmodel: %s WaveNet, %lld weights, receptive field %lld; %lld items of %lld samples, batches of %lld\n",
-              arch.c_str(), (long long)trainer.profile().weights.size(), (long long)trainer.model().receptive_field(),
-              (long long)trainer.items(), (long long)options.ny, (long long)trainer.batch_size());
+  std::printf("\nmodel: %s (%s), %lld weights, receptive field %lld; %lld items of %lld samples, batches of %lld\n",
+              trainer.model().architecture(), arch.c_str(), (long long)trainer.profile().weights.size(),
+              (long long)trainer.model().receptive_field(), (long long)trainer.items(), (long long)options.ny,
+              (long long)trainer.batch_size());
   std::fflush(stdout);
 
   std::vector<audio::EpochResult> history;
@@ -191,8 +191,8 @@ int run_amp_train(const cli::Args& args) {
 
   AmpPlot picture;
   char title[160];
-  std::snprintf(title, sizeof title, "%s WaveNet: validation ESR %.4f after %zu epochs", arch.c_str(), best_esr,
-                history.size());
+  std::snprintf(title, sizeof title, "%s (%s): validation ESR %.4f after %zu epochs", trainer.model().architecture(),
+                arch.c_str(), best_esr, history.size());
   picture.title = title;
   const std::vector<float> prediction = audio::predict(best, pair.validation_input);
   picture.target = pair.validation_target;

@@ -71,7 +71,7 @@ TEST_F(AmpCli, the_output_file_holds_what_the_library_computes_whatever_the_bloc
     SCOPED_TRACE(block);
     const fs::path out = dir_ / (std::string("out-") + block + ".wav");
     const CommandRun run = tempra_amp("-m " + quoted(dir_ / "feather.nam") + " " + quoted(dir_ / "di.wav") + " " +
-                                  quoted(out) + " --input-gain 6 --output-gain -3 --normalize --block " + block);
+                                      quoted(out) + " --input-gain 6 --output-gain -3 --normalize --block " + block);
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_NE(run.output.find("profile: WaveNet 0.5.4, 48000 Hz, loudness -24.0 dB"), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("real time"), std::string::npos) << run.output;

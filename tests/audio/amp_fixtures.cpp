@@ -117,8 +117,8 @@ AudioData toy_amp(const std::vector<float>& x, int64_t delay) {
   y.samples.assign(x.size(), 0.0f);
   auto at = [&](int64_t t) { return t >= 0 ? double(x[size_t(t)]) : 0.0; };
   for (int64_t t = 0; t < int64_t(x.size()); ++t)
-    y.samples[size_t(t)] = float(0.6 * std::tanh(3 * (0.7 * at(t - delay) + 0.3 * at(t - delay - 1))) +
-                                 0.1 * at(t - delay - 2));
+    y.samples[size_t(t)] =
+        float(0.6 * std::tanh(3 * (0.7 * at(t - delay) + 0.3 * at(t - delay - 1))) + 0.1 * at(t - delay - 2));
   return y;
 }
 

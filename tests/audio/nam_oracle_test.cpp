@@ -7,7 +7,8 @@
 // signal; the outputs must agree within 1e-5 (max absolute difference, float32), the bound
 // issue 18 sets. The core runs with its fast tanh on (that build turns it on, as NAM's plugin
 // does), so tempra runs with AmpOptions::fast_tanh, its default. Profiles tempra trained
-// (audio/train: the four stock WaveNets, two epochs on a toy amp) go through the same check.
+// (audio/train: the four stock WaveNets and LSTMs, two epochs on a toy amp) go through the same
+// check.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -96,9 +97,12 @@ TEST(NamOracle, profiles_tempra_trained_match_nams_core_within_1e_5) {
   const std::vector<float> x = testing::test_signal(72000, 5);
   const TrainingPair pair = prepare_pair(testing::as_audio(x), testing::toy_amp(x, 2), {.validation_seconds = 0.25});
   std::vector<testing::NamedProfile> trained;
-  for (const char* arch : {"standard", "lite", "feather", "nano"}) {
+  for (const char* arch : {"standard", "lite", "feather", "nano", "lstm", "lstm-lite", "lstm-feather", "lstm-nano"}) {
     ExecContext ctx;
-    WaveNetTrainer trainer(ctx, *wavenet_preset(arch), pair, {.ny = 2048, .batch_size = 4, .seed = 1});
+    std::unique_ptr<TrainableAmp> model = make_trainable_amp(ctx, arch, 1);
+    AmpTrainOptions options = defaults_for(model->architecture());
+    options.ny = 2048, options.batch_size = 4, options.seed = 1;
+    AmpTrainer trainer(ctx, std::move(model), pair, options);
     for (int epoch = 0; epoch < 2; ++epoch) trainer.run_epoch();
     trained.push_back({std::string("trained_") + arch, trainer.profile()});
   }

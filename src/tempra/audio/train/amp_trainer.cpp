@@ -1,4 +1,4 @@
-// tempra/audio/train/amp_trainer.cpp: NAM's WaveNet training recipe (see the header).
+// tempra/audio/train/amp_trainer.cpp: NAM's training recipe (see the header).
 #include "tempra/audio/train/amp_trainer.h"
 
 #include <chrono>
@@ -29,17 +29,23 @@ Array pre_emphasize(ExecContext& ctx, const Array& x, double coefficient) {
   return sub(ctx, x.slice(x.rank() - 1, 1, t), mul(ctx, x.slice(x.rank() - 1, 0, t - 1), coefficient));
 }
 
-WaveNetTrainer::WaveNetTrainer(ExecContext& ctx, const WaveNetConfig& config, TrainingPair data,
-                               const AmpTrainOptions& options)
+AmpTrainOptions defaults_for(const char* architecture) {
+  AmpTrainOptions options;
+  if (std::string_view(architecture) == "LSTM") options.lr = 0.01, options.lr_decay = 0.005;
+  return options;
+}
+
+AmpTrainer::AmpTrainer(ExecContext& ctx, std::unique_ptr<TrainableAmp> model, TrainingPair data,
+                       const AmpTrainOptions& options)
     : ctx_(ctx),
       data_(std::move(data)),
       options_(options),
-      model_(TrainableWaveNet::init(ctx, config, options.head_scale, options.seed)),
-      optimizer_(model_.params(), options.lr, optim::AdamWOptions{}, 0.0) {
+      model_(std::move(model)),
+      optimizer_(model_->params(), options.lr, optim::AdamWOptions{}, 0.0) {
   check(options.ny >= 1 && options.batch_size >= 1, kOp, "ny and the batch size must be positive");
   check(options.lr > 0 && options.lr_decay >= 0 && options.lr_decay < 1, kOp,
         "lr must be positive and lr decay in [0, 1)");
-  nx_ = model_.receptive_field();
+  nx_ = model_->receptive_field();
   items_ = item_count(int64_t(data_.train_input.size()), nx_, options.ny);
   check(items_ >= 1, kOp, "the training split has ", data_.train_input.size(), " samples; one item needs ",
         nx_ + options.ny - 1, " (the receptive field ", nx_, " plus ", options.ny, " outputs less one)");
@@ -47,7 +53,7 @@ WaveNetTrainer::WaveNetTrainer(ExecContext& ctx, const WaveNetConfig& config, Tr
   batch_ = std::min(options.batch_size, items_);
 }
 
-EpochResult WaveNetTrainer::run_epoch() {
+EpochResult AmpTrainer::run_epoch() {
   const auto start = std::chrono::steady_clock::now();
   EpochResult r;
   r.epoch = ++epoch_;
@@ -71,7 +77,7 @@ EpochResult WaveNetTrainer::run_epoch() {
     }
     const Array x = Array::from_values<float>(ctx_, {batch_, 1, in_len}, xs);
     const Array y = Array::from_values<float>(ctx_, {batch_, 1, options_.ny}, ys);
-    const Array p = model_.forward(ctx_, x);
+    const Array p = model_->forward(ctx_, x, true);
     const Array plain = esr_loss(ctx_, p, y);
     Array loss = plain;
     if (options_.pre_emphasis_weight > 0)
@@ -98,10 +104,8 @@ EpochResult WaveNetTrainer::run_epoch() {
   return r;
 }
 
-NamFile WaveNetTrainer::profile() const {
-  NamFile file;
-  file.config = model_.config();
-  file.weights = model_.flat_weights();
+NamFile AmpTrainer::profile() {
+  NamFile file = model_->profile(ctx_);
   file.sample_rate = data_.sample_rate;
   return file;
 }

@@ -1,9 +1,10 @@
-// tempra/audio/train/amp_trainer.h: trains a WaveNet on a reamping pair, as NAM's trainer does.
+// tempra/audio/train/amp_trainer.h: trains a NAM model on a reamping pair, as NAM's trainer does.
 //
-// The recipe is NAM's for its WaveNets (nam/train/core.py `train`): items of ny = 8192 output
-// samples with the receptive field's history before them, shuffled every epoch, batches of 16
-// (the last partial batch dropped), Adam at lr 0.004 decayed by 0.993 after every epoch
-// (ExponentialLR), PyTorch's default Conv1d initialization, head scale 0.02. The loss is the ESR
+// The recipe is NAM's (nam/train/core.py `train`): items of ny = 8192 output samples with the
+// receptive field's history before them, shuffled every epoch, batches of 16 (the last partial
+// batch dropped), Adam with an lr decayed after every epoch (ExponentialLR): for WaveNets lr
+// 0.004 and decay 0.007 (PyTorch's default Conv1d initialization, head scale 0.02), for LSTMs
+// lr 0.01 and decay 0.005 (defaults_for). The loss is the ESR
 // (error-to-signal ratio: squared error over squared target) of the batch taken as one signal,
 // on the signals and again on their pre-emphasized versions, y[n] - 0.85 y[n-1], which weighs
 // the treble a guitarist hears where plain ESR is dominated by the bass's energy:
@@ -18,17 +19,18 @@
 // has 1e-9 added, so an all-silent batch gives its squared error, not a division by zero.
 //
 // The shuffle is a pure function of (seed, epoch) through the counter RNG, so a run is
-// reproducible; validation runs the streaming model (audio/wavenet.h, exact tanh) over the whole
+// reproducible; validation runs the streaming model (amp_model.h, exact tanh) over the whole
 // validation split from a reset, as NAM's validation_esr pads the start with zeros.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "tempra/audio/nam_file.h"
 #include "tempra/audio/train/amp_data.h"
-#include "tempra/audio/train/wavenet_graph.h"
+#include "tempra/audio/train/trainable_amp.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/optim/adamw.h"
 
@@ -41,9 +43,10 @@ struct AmpTrainOptions {
   double lr_decay = 0.007;     // lr *= 1 - lr_decay after each epoch
   double pre_emphasis = 0.85;  // the filter's coefficient
   double pre_emphasis_weight = 1.0;
-  float head_scale = 0.02f;
-  uint64_t seed = 0;  // the initial weights and every epoch's shuffle
+  uint64_t seed = 0;  // every epoch's shuffle
 };
+// NAM's lr and decay for an architecture ("WaveNet" or "LSTM"), the rest as above.
+AmpTrainOptions defaults_for(const char* architecture);
 
 struct EpochResult {
   int64_t epoch = 0;              // 1-based
@@ -65,25 +68,26 @@ Array pre_emphasize(ExecContext& ctx, const Array& x, double coefficient);
 // A profile's output (exact tanh, as trained) on `input` from a reset: how validation scores it.
 std::vector<float> predict(const NamFile& profile, std::span<const float> input);
 
-class WaveNetTrainer {
+class AmpTrainer {
  public:
-  WaveNetTrainer(ExecContext& ctx, const WaveNetConfig& config, TrainingPair data, const AmpTrainOptions& options = {});
+  AmpTrainer(ExecContext& ctx, std::unique_ptr<TrainableAmp> model, TrainingPair data,
+             const AmpTrainOptions& options = {});
 
   EpochResult run_epoch();
   // The model's current weights as a profile (version 0.5.4, the data's sample rate); the
   // caller adds metadata.
-  NamFile profile() const;
+  NamFile profile();
   const TrainingPair& data() const { return data_; }
   int64_t items() const { return items_; }
   int64_t batch_size() const { return batch_; }
   int64_t epochs_done() const { return epoch_; }
-  const TrainableWaveNet& model() const { return model_; }
+  const TrainableAmp& model() const { return *model_; }
 
  private:
   ExecContext& ctx_;
   TrainingPair data_;
   AmpTrainOptions options_;
-  TrainableWaveNet model_;
+  std::unique_ptr<TrainableAmp> model_;
   optim::AdamW optimizer_;
   int64_t nx_ = 1, items_ = 0, batch_ = 1, epoch_ = 0;
 };

@@ -119,7 +119,7 @@ TrainableWaveNet TrainableWaveNet::from_weights(ExecContext& ctx, const WaveNetC
   return net;
 }
 
-Array TrainableWaveNet::forward(ExecContext& ctx, const Array& x) const {
+Array TrainableWaveNet::forward(ExecContext& ctx, const Array& x, bool) const {
   check(x.rank() == 3 && x.shape()[1] == 1, "amp train", "WaveNet input must be [batch, 1, samples], got ", x.shape());
   check(x.shape()[2] >= receptive_field(), "amp train", "segments of ", x.shape()[2],
         " samples are shorter than the receptive field, ", receptive_field());
@@ -170,6 +170,13 @@ std::vector<optim::Param> TrainableWaveNet::params() const {
   std::vector<optim::Param> out;
   for (auto& [name, value] : named_weights()) out.push_back({name, value});
   return out;
+}
+
+NamFile TrainableWaveNet::profile(ExecContext&) const {
+  NamFile file;
+  file.config = config_;
+  file.weights = flat_weights();
+  return file;
 }
 
 std::vector<float> TrainableWaveNet::flat_weights() const {

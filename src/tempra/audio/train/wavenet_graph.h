@@ -28,14 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "tempra/audio/nam_file.h"
-#include "tempra/core/array.h"
-#include "tempra/core/exec_context.h"
-#include "tempra/optim/optimizer.h"
+#include "tempra/audio/train/trainable_amp.h"
 
 namespace tempra::audio {
 
-class TrainableWaveNet {
+class TrainableWaveNet final : public TrainableAmp {
  public:
   // Fresh weights as torch initializes NAM's Conv1d layers: uniform in +-1/sqrt(fan_in) for
   // weights and biases (kaiming_uniform with a = sqrt(5)), drawn from the counter RNG by seed.
@@ -44,16 +41,19 @@ class TrainableWaveNet {
   // The weights of a `.nam` (weights: weight_count(config) floats, the head scale last).
   static TrainableWaveNet from_weights(ExecContext& ctx, const WaveNetConfig& config, std::span<const float> weights);
 
-  // x: [B, 1, L] with L >= receptive_field(); returns [B, 1, L - receptive_field() + 1].
-  Array forward(ExecContext& ctx, const Array& x) const;
+  // x: [B, 1, L] with L >= receptive_field(); returns [B, 1, L - receptive_field() + 1]. The
+  // same computation trains and infers.
+  Array forward(ExecContext& ctx, const Array& x, bool training = false) const override;
 
   // 1 + the sum over layers of d (K - 1): the input samples one output depends on.
-  int64_t receptive_field() const;
+  int64_t receptive_field() const override;
   const WaveNetConfig& config() const { return config_; }
   float head_scale() const { return head_scale_; }
 
   // The trained parameters, named ("array0.layer3.conv.weight"), for an optimizer.
-  std::vector<optim::Param> params() const;
+  std::vector<optim::Param> params() const override;
+  NamFile profile(ExecContext& ctx) const override;
+  const char* architecture() const override { return "WaveNet"; }
   // Every weight in NAM's export order, the head scale last: a `.nam` file's "weights".
   std::vector<float> flat_weights() const;
 
