@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev
   libsndfile1-dev                # tempra amp's audio files (src/tempra/audio/wav.cpp)
   libcairo2-dev                  # tempra amp train's PNG (apps/tempra/amp_plot.cpp)
+  jackd2 libjack-jackd2-dev      # tempra amp --live (apps/tempra/amp_live.cpp; its test runs jackd -d dummy)
   python3-scipy                  # the virtual amp's filters (scripts/amp/virtual_amp.py)
   clang libclang-rt-14-dev
   git nodejs npm

@@ -1,0 +1,35 @@
+// apps/tempra/amp_live.h: `tempra amp --live`, a profile inside a real audio callback (JACK).
+//
+// Connects to a running JACK server (never starts one), registers a mono input and output,
+// and runs the model in JACK's process callback: input gain, process() in place, output gain.
+// The callback allocates nothing, takes no lock and does no I/O (amp_model.h's contract); it
+// reads the monotonic clock twice to time itself and keeps its figures in atomics. The main
+// thread connects the ports (the first physical capture port to the input, the output to the
+// first two physical playback ports, unless told otherwise), then reports once a second and at
+// the end: callbacks, their mean and worst time against the deadline (one period, buffer size
+// / rate), the callbacks that overran it and the xruns JACK reported. A missed buffer is either.
+//
+// Without a JACK server it says so and exits (status 1) without waiting; a profile trained at
+// another rate than the server's is refused. SIGINT/SIGTERM stop it between reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tempra/audio/amp_model.h"
+
+namespace tempra::app {
+
+struct LiveOptions {
+  double seconds = 0;  // 0: until interrupted
+  double input_gain = 1, output_gain = 1;
+  std::string input_port;   // "" : the first physical capture port
+  std::string output_port;  // "" : the first two physical playback ports
+  bool connect = true;
+  std::optional<double> profile_rate;  // the rate the profile was trained at, when it says
+};
+
+// Returns the process exit status.
+int run_live(audio::AmpModel& model, const LiveOptions& options);
+
+}  // namespace tempra::app
