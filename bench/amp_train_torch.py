@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""NAM's WaveNet trained with PyTorch on the same pair and recipe as `tempra amp train`: the reference
+"""NAM's WaveNet or LSTM trained with PyTorch on the same pair and recipe as `tempra amp train`: the reference
 for the training benchmark (bench/run_amp_train.sh).
 
     bench/amp_train_torch.py DI.wav AMP.wav --latency N [--arch standard] [--epochs 3] [--threads 2]
@@ -26,6 +26,35 @@ PRESETS = {  # NAM's: (channels, head size) per array; kernel 3, tanh, ungated
     "feather": [(8, 4, [1, 2, 4, 8, 16, 32, 64]), (4, 1, [128, 256, 512, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512])],
     "nano": [(4, 2, [1, 2, 4, 8, 16, 32, 64]), (2, 1, [128, 256, 512, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512])],
 }
+
+
+LSTM_PRESETS = {"lstm": (1, 24), "lstm-lite": (2, 8), "lstm-feather": (1, 16), "lstm-nano": (1, 12)}
+
+
+class Lstm(torch.nn.Module):
+    """NAM's LSTM (nam/models/recurrent.py) in training mode: burn-in 4096 samples (outputs detached,
+    state kept), then chunks of 512 with the state detached between them."""
+
+    def __init__(self, arch, burn_in=4096, truncate=512):
+        super().__init__()
+        layers, hidden = LSTM_PRESETS[arch]
+        self.core = torch.nn.LSTM(1, hidden, num_layers=layers, batch_first=True)
+        self.head = torch.nn.Linear(hidden, 1)
+        self.h0 = torch.nn.Parameter(torch.zeros(layers, hidden))
+        self.c0 = torch.nn.Parameter(torch.zeros(layers, hidden))
+        self.burn_in, self.truncate, self.receptive_field = burn_in, truncate, 1
+
+    def forward(self, x):  # x: (B, 1, L)
+        x = x[:, 0, :, None]
+        state = (self.h0[:, None].expand(-1, len(x), -1).contiguous(), self.c0[:, None].expand(-1, len(x), -1).contiguous())
+        out, state = self.core(x[:, : self.burn_in], state)
+        outputs = [out.detach()]
+        for i in range(self.burn_in, x.shape[1], self.truncate):
+            if i > self.burn_in:
+                state = tuple(z.detach() for z in state)
+            out, state = self.core(x[:, i : i + self.truncate], state)
+            outputs.append(out)
+        return self.head(torch.cat(outputs, dim=1))[:, None, :, 0]
 
 
 class Layer(torch.nn.Module):
@@ -93,7 +122,7 @@ def main():
     p.add_argument("input")
     p.add_argument("target")
     p.add_argument("--latency", type=int, required=True)
-    p.add_argument("--arch", default="standard", choices=PRESETS)
+    p.add_argument("--arch", default="standard", choices=list(PRESETS) + list(LSTM_PRESETS))
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--validation-seconds", type=float, default=9.0)
@@ -108,11 +137,11 @@ def main():
     x, y = x[: n - args.latency], y[args.latency : n]
     cut = len(x) - int(round(args.validation_seconds * rate))
     x, y = torch.from_numpy(x[:cut].copy()), torch.from_numpy(y[:cut].copy())
-    model = WaveNet(args.arch)
+    model = Lstm(args.arch) if args.arch in LSTM_PRESETS else WaveNet(args.arch)
     nx, ny = model.receptive_field, args.ny
     items = (len(x) - nx + 1) // ny
     batch = min(args.batch_size, items)
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.004)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01 if args.arch in LSTM_PRESETS else 0.004)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.arch}: {items} items, batches of {batch}")
     for epoch in range(1, args.epochs + 1):
         order = torch.randperm(items)

@@ -1,10 +1,10 @@
 // tempra/audio/lanes.h: the two widths the audio models compute in (internal to src/tempra/audio).
 //
 // The models are written once against a lane type L: L::V, L::kLanes, load/store/set1/fma/add/
-// mul, and row activations over a whole number of lanes. ScalarLanes is one float wide, the
-// readable specification (AmpOptions::backend = scalar); NativeLanes is the native backend's
-// vector of the arm this build targets (backend/native/simd.h: 16 lanes on AVX-512, 8 on AVX2, 4
-// on NEON), defined where the build has that arm (TEMPRA_AUDIO_NATIVE).
+// mul, partial loads and stores, tanh, and row activations over a whole number of lanes. ScalarLanes is one float wide,
+// the readable specification (AmpOptions::backend = scalar); NativeLanes is the native backend's vector of the arm this
+// build targets (backend/native/simd.h: 16 lanes on AVX-512, 8 on AVX2, 4 on NEON), defined where the build has that
+// arm (TEMPRA_AUDIO_NATIVE).
 #pragma once
 
 #include <cmath>
@@ -31,6 +31,11 @@ struct ScalarLanes {
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V add(V a, V b) { return a + b; }
   static V mul(V a, V b) { return a * b; }
+  // The first n lanes (1 <= n <= kLanes); one lane is always whole.
+  static V load_partial(const float* p, int) { return *p; }
+  static void store_partial(float* p, V v, int) { *p = v; }
+  // NAM's fast tanh, or the C library's tanh.
+  static V tanh(V x, bool fast) { return fast ? fast_tanh(x) : std::tanh(x); }
   static void activate(Activation activation, float* x, int n) { apply_activation(activation, x, n); }
   static void sigmoid(float* x, int n, bool fast) {
     for (int i = 0; i < n; ++i) x[i] = fast ? fast_sigmoid(x[i]) : audio::sigmoid(x[i]);
@@ -48,6 +53,10 @@ struct NativeLanes {
   static V fma(V a, V b, V c) { return native::simd::fma(a, b, c); }
   static V add(V a, V b) { return native::simd::add(a, b); }
   static V mul(V a, V b) { return native::simd::mul(a, b); }
+  static V load_partial(const float* p, int n) { return native::simd::load_partial(p, n); }
+  static void store_partial(float* p, V v, int n) { native::simd::store_partial(p, v, n); }
+  // NAM's fast tanh, or the native backend's tanh (within ~1e-6 relative of the C library's).
+  static V tanh(V x, bool fast) { return fast ? fast_tanh(x) : native::tanh(x); }
 
   // activation.h's fast_tanh, operation for operation (no contraction into FMAs).
   static V fast_tanh(V x) {

@@ -8,6 +8,11 @@
 #include "tempra/audio/weight_reader.h"
 
 namespace tempra::audio {
+namespace {
+
+constexpr int kHeadParts = 8;  // the head's partial sums
+
+}  // namespace
 
 Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::optional<double> sample_rate,
            const AmpOptions& options)
@@ -18,28 +23,31 @@ Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::option
   if (native_) lanes = NativeLanes::kLanes;
 #endif
   const int h = hidden_;
-  hs_ = (h + lanes - 1) / lanes * lanes;
-  // Row r of W (gate r / H, unit r % H) goes to lane (r / H) Hs + r % H.
-  auto lane = [&](int r) { return size_t(r / h) * hs_ + size_t(r % h); };
+  rows_ = (4 * h + lanes - 1) / lanes * lanes;
   WeightReader read(weights, "LSTM");
   for (int l = 0; l < config.num_layers; ++l) {
     Layer& layer = layers_.emplace_back();
     layer.inputs = l == 0 ? config.input_size : h;
     const int columns = layer.inputs + h;
-    layer.weights.assign(size_t(columns) * 4 * hs_, 0.0f);
+    layer.weights.assign(size_t(columns) * rows_, 0.0f);
     for (int r = 0; r < 4 * h; ++r)
-      for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * 4 * hs_ + lane(r)] = read.next();
-    layer.bias.assign(size_t(4 * hs_), 0.0f);
-    for (int r = 0; r < 4 * h; ++r) layer.bias[lane(r)] = read.next();
-    read.vector(h, layer.h0, hs_);
-    read.vector(h, layer.c0, hs_);
-    layer.xh.assign(size_t(layer.inputs + hs_), 0.0f);
-    layer.c.assign(size_t(hs_), 0.0f);
+      for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * rows_ + r] = read.next();
+    layer.bias.assign(size_t(rows_), 0.0f);
+    for (int r = 0; r < 4 * h; ++r) layer.bias[size_t(r)] = read.next();
+    read.vector(h, layer.h0);
+    read.vector(h, layer.c0);
+    layer.xh.assign(size_t(columns + kHeadParts), 0.0f);  // zeros after h: the head reads whole eights
+    layer.c.assign(size_t(h), 0.0f);
   }
   read.vector(h, head_);
+  head_.resize(size_t((h + kHeadParts - 1) / kHeadParts * kHeadParts), 0.0f);
   head_bias_ = read.next();
   read.expect_end();
-  gates_.assign(size_t(4 * hs_), 0.0f);
+  gates_.assign(size_t(rows_), 0.0f);
+  g_pre_.assign(size_t(h), 0.0f);
+  scale_.assign(size_t(rows_), 0.5f);
+  shift_.assign(size_t(rows_), 1.0f);
+  for (int r = 2 * h; r < 3 * h; ++r) scale_[size_t(r)] = 1.0f, shift_[size_t(r)] = -0.0f;
   clear_state();
 }
 
@@ -66,56 +74,107 @@ void Lstm::process_block(const float* in, float* out, int n) {
   for (int t = 0; t < n; ++t) out[t] = step<ScalarLanes>(in[t]);
 }
 
+namespace {
+
+// z[lane0 ..) for N vectors: bias plus the columns' products in column order, N independent
+// chains of fused multiply-adds.
+template <class L, int N>
+void gate_vectors(const float* weights, const float* bias, const float* xh, int columns, int rows, int lane0,
+                  float* z) {
+  typename L::V acc[N];
+  for (int v = 0; v < N; ++v) acc[v] = L::load(bias + lane0 + v * L::kLanes);
+  for (int j = 0; j < columns; ++j) {
+    const auto x = L::set1(xh[j]);
+    const float* w = weights + size_t(j) * rows + lane0;
+    for (int v = 0; v < N; ++v) acc[v] = L::fma(x, L::load(w + v * L::kLanes), acc[v]);
+  }
+  for (int v = 0; v < N; ++v) L::store(z + lane0 + v * L::kLanes, acc[v]);
+}
+
+}  // namespace
+
+template <class L>
+void Lstm::gate_products(const Layer& layer, float* z) const {
+  constexpr int kMost = 8;  // vectors of accumulators live at once
+  const int columns = layer.inputs + hidden_, vectors = rows_ / L::kLanes;
+  for (int v = 0; v < vectors;) {
+    const int n = std::min(kMost, vectors - v), lane0 = v * L::kLanes;
+    const float *w = layer.weights.data(), *b = layer.bias.data(), *xh = layer.xh.data();
+    switch (n) {
+      case 1:
+        gate_vectors<L, 1>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 2:
+        gate_vectors<L, 2>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 3:
+        gate_vectors<L, 3>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 4:
+        gate_vectors<L, 4>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 5:
+        gate_vectors<L, 5>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 6:
+        gate_vectors<L, 6>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      case 7:
+        gate_vectors<L, 7>(w, b, xh, columns, rows_, lane0, z);
+        break;
+      default:
+        gate_vectors<L, 8>(w, b, xh, columns, rows_, lane0, z);
+        break;
+    }
+    v += n;
+  }
+}
+
 template <class L>
 float Lstm::step(float x) {
-  const int h = hidden_, hs = hs_, rows = 4 * hs;
-  float* g = gates_.data();
+  const int h = hidden_;
+  float* z = gates_.data();
   const float* input = &x;
   for (Layer& layer : layers_) {
     std::copy(input, input + layer.inputs, layer.xh.begin());
-    const int columns = layer.inputs + h;
-    const float* xh = layer.xh.data();
-    // Four vectors of gates at a time: four independent FMA chains over the columns.
-    int lane = 0;
-    for (; lane + 4 * L::kLanes <= rows; lane += 4 * L::kLanes) {
-      const float* b = layer.bias.data() + lane;
-      auto a0 = L::load(b), a1 = L::load(b + L::kLanes), a2 = L::load(b + 2 * L::kLanes),
-           a3 = L::load(b + 3 * L::kLanes);
-      for (int j = 0; j < columns; ++j) {
-        const auto v = L::set1(xh[j]);
-        const float* w = layer.weights.data() + size_t(j) * rows + lane;
-        a0 = L::fma(v, L::load(w), a0);
-        a1 = L::fma(v, L::load(w + L::kLanes), a1);
-        a2 = L::fma(v, L::load(w + 2 * L::kLanes), a2);
-        a3 = L::fma(v, L::load(w + 3 * L::kLanes), a3);
+    gate_products<L>(layer, z);
+    if (fast_) {
+      // NAM's fast sigmoid for i, f, o and fast tanh for g, one pass: s (fast_tanh(s z) + k).
+      for (int r = 0; r < rows_; r += L::kLanes) {
+        const auto s = L::load(scale_.data() + r);
+        L::store(z + r, L::mul(s, L::add(L::tanh(L::mul(L::load(z + r), s), true), L::load(shift_.data() + r))));
       }
-      L::store(g + lane, a0), L::store(g + lane + L::kLanes, a1), L::store(g + lane + 2 * L::kLanes, a2),
-          L::store(g + lane + 3 * L::kLanes, a3);
+    } else {
+      std::copy(z + 2 * h, z + 3 * h, g_pre_.begin());
+      L::sigmoid(z, rows_, false);
+      for (int k = 0; k < h; ++k) z[2 * h + k] = std::tanh(g_pre_[size_t(k)]);
     }
-    for (; lane < rows; lane += L::kLanes) {
-      auto a = L::load(layer.bias.data() + lane);
-      for (int j = 0; j < columns; ++j)
-        a = L::fma(L::set1(xh[j]), L::load(layer.weights.data() + size_t(j) * rows + lane), a);
-      L::store(g + lane, a);
-    }
-    // i, f and o through the sigmoid, g through tanh (NAM's fast forms with fast tanh on).
-    L::sigmoid(g, 2 * hs, fast_);
-    L::activate(fast_ ? Activation::fast_tanh : Activation::tanh, g + 2 * hs, hs);
-    L::sigmoid(g + 3 * hs, hs, fast_);
+    // c = f c + i g, h = o tanh(c), a vector of units at a time (the last one partial).
     float* c = layer.c.data();
     float* hidden = layer.xh.data() + layer.inputs;
-    for (int i = 0; i < hs; i += L::kLanes)
-      L::store(c + i,
-               L::add(L::mul(L::load(g + hs + i), L::load(c + i)), L::mul(L::load(g + i), L::load(g + 2 * hs + i))));
-    std::copy(c, c + hs, hidden);
-    L::activate(fast_ ? Activation::fast_tanh : Activation::tanh, hidden, hs);
-    for (int i = 0; i < hs; i += L::kLanes) L::store(hidden + i, L::mul(L::load(g + 3 * hs + i), L::load(hidden + i)));
+    for (int k = 0; k < h; k += L::kLanes) {
+      const int n = std::min(L::kLanes, h - k);
+      const auto i = L::load_partial(z + k, n), f = L::load_partial(z + h + k, n),
+                 g = L::load_partial(z + 2 * h + k, n), o = L::load_partial(z + 3 * h + k, n);
+      const auto cell = L::add(L::mul(f, L::load_partial(c + k, n)), L::mul(i, g));
+      L::store_partial(c + k, cell, n);
+      L::store_partial(hidden + k, L::mul(o, L::tanh(cell, fast_)), n);
+    }
     input = hidden;
   }
-  float y = head_bias_;
+  // The head: 8 interleaved partial sums in registers, then a fixed tree (short dependency
+  // chains). head_ and the last hidden state are padded with zeros to whole eights.
   const float* last = layers_.back().xh.data() + layers_.back().inputs;
-  for (int i = 0; i < h; ++i) y += head_[size_t(i)] * last[i];
-  return y;
+  const float* w = head_.data();
+  float p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0, p6 = 0, p7 = 0;
+  for (int k = 0; k < h; k += 8) {
+    p0 = std::fma(w[k], last[k], p0), p1 = std::fma(w[k + 1], last[k + 1], p1);
+    p2 = std::fma(w[k + 2], last[k + 2], p2), p3 = std::fma(w[k + 3], last[k + 3], p3);
+    p4 = std::fma(w[k + 4], last[k + 4], p4), p5 = std::fma(w[k + 5], last[k + 5], p5);
+    p6 = std::fma(w[k + 6], last[k + 6], p6), p7 = std::fma(w[k + 7], last[k + 7], p7);
+  }
+  const float sum = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7));
+  return head_bias_ + sum;
 }
 
 }  // namespace tempra::audio
