@@ -1,8 +1,13 @@
 // tests/audio/amp_fixtures.cpp
 #include "audio/amp_fixtures.h"
 
-#include <cmath>
+#include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "support/files.h"
 #include "tempra/core/rng.h"
 
 namespace tempra::audio::testing {
@@ -126,6 +131,33 @@ AudioData as_audio(const std::vector<float>& x) {
   AudioData a;
   a.samples = x;
   return a;
+}
+
+std::vector<std::vector<float>> nam_core_outputs(const std::filesystem::path& scratch,
+                                                 const std::vector<std::filesystem::path>& profiles,
+                                                 const std::vector<float>& input, int block) {
+  const std::filesystem::path in = scratch / "oracle-in.f32", jobs = scratch / "oracle-jobs.txt";
+  std::ofstream(in, std::ios::binary)
+      .write(reinterpret_cast<const char*>(input.data()), std::streamsize(input.size() * sizeof(float)));
+  {
+    std::ofstream list(jobs);
+    for (size_t i = 0; i < profiles.size(); ++i)
+      list << profiles[i].string() << ' ' << in.string() << ' '
+           << (scratch / ("oracle-" + std::to_string(i) + ".f32")).string() << ' ' << block << '\n';
+  }
+  const std::string cmd = std::string("node '") + TEMPRA_SOURCE_DIR + "/tests/audio/nam_wasm.mjs' '" +
+                          TEMPRA_NAM_WASM_DIR + "' '" + jobs.string() + "'";
+  std::vector<std::vector<float>> outputs(profiles.size());
+  if (std::system(cmd.c_str()) != 0) {
+    ADD_FAILURE() << "NAM's core failed: " << cmd;
+    return outputs;
+  }
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const auto bytes = tempra::testing::read_file(scratch / ("oracle-" + std::to_string(i) + ".f32"));
+    outputs[i].resize(bytes.size() / sizeof(float));
+    std::memcpy(outputs[i].data(), bytes.data(), outputs[i].size() * sizeof(float));
+  }
+  return outputs;
 }
 
 }  // namespace tempra::audio::testing

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,13 @@ std::vector<float> test_signal(int64_t n, uint64_t seed = 7);
 AudioData toy_amp(const std::vector<float>& x, int64_t delay);
 // x as a 48 kHz mono recording.
 AudioData as_audio(const std::vector<float>& x);
+
+// NAM's own core (NeuralAmpModelerCore compiled to WebAssembly, @opendaw/nam-wasm, driven by
+// nam_wasm.mjs under node): each profile file's output on `input` in blocks of `block`, from a
+// fresh instance at 48 kHz. `scratch` holds the job files. Fails the test (and returns empty
+// outputs) when node or the core fails.
+std::vector<std::vector<float>> nam_core_outputs(const std::filesystem::path& scratch,
+                                                 const std::vector<std::filesystem::path>& profiles,
+                                                 const std::vector<float>& input, int block = 64);
 
 }  // namespace tempra::audio::testing

@@ -159,19 +159,9 @@ TEST(AmpTrainHeavy, the_standard_wavenet_reaches_esr_0_01_on_the_virtual_amp) {
   // blocks of 64, within 1e-5 of tempra's output (both with NAM's fast tanh, as players run).
   const AudioData di = read_audio(dir / "di.wav");
   const std::vector<float> validation(di.samples.end() - 9 * 48000, di.samples.end());
-  std::ofstream(dir / "in.f32", std::ios::binary)
-      .write(reinterpret_cast<const char*>(validation.data()), std::streamsize(validation.size() * 4));
-  std::ofstream(dir / "jobs.txt") << (dir / "standard.nam").string() << ' ' << (dir / "in.f32").string() << ' '
-                                  << (dir / "standard.out").string() << " 64\n";
-  const CommandRun oracle =
-      tempra::testing::run_command(std::string("node '") + TEMPRA_SOURCE_DIR + "/tests/audio/nam_wasm.mjs' '" +
-                                       TEMPRA_NAM_WASM_DIR + "' " + quoted(dir / "jobs.txt"),
-                                   dir / "oracle.txt");
-  ASSERT_EQ(oracle.exit_code, 0) << oracle.output;
-  const auto bytes = tempra::testing::read_file(dir / "standard.out");
-  ASSERT_EQ(bytes.size(), validation.size() * 4);
-  std::vector<float> theirs(validation.size()), ours(validation.size());
-  std::memcpy(theirs.data(), bytes.data(), bytes.size());
+  const std::vector<float> theirs = testing::nam_core_outputs(dir, {dir / "standard.nam"}, validation)[0];
+  ASSERT_EQ(theirs.size(), validation.size());
+  std::vector<float> ours(validation.size());
   make_amp_model(read_nam(dir / "standard.nam"))->process(validation.data(), ours.data(), int64_t(ours.size()));
   double diff = 0, peak = 0;
   for (size_t t = 0; t < ours.size(); ++t)

@@ -27,25 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_floats(const fs::path& path, const std::vector<float>& x) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(x.data()), std::streamsize(x.size() * 4));
-}
-
-std::vector<float> read_floats(const fs::path& path) {
-  const auto bytes = tempra::testing::read_file(path);
-  std::vector<float> x(bytes.size() / 4);
-  std::memcpy(x.data(), bytes.data(), x.size() * 4);
-  return x;
-}
-
-// Runs jobs (profile, input, output, block) through the WebAssembly core; true on success.
-bool run_oracle(const fs::path& jobs) {
-  std::ostringstream cmd;
-  cmd << "node '" << TEMPRA_SOURCE_DIR << "/tests/audio/nam_wasm.mjs' '" << TEMPRA_NAM_WASM_DIR << "' '"
-      << jobs.string() << "'";
-  return std::system(cmd.str().c_str()) == 0;
-}
-
 struct Compared {
   double max_abs = 0;
   double peak = 0;  // the oracle output's largest magnitude, to show the signal is not silent
@@ -65,24 +46,18 @@ Compared compare(const std::vector<float>& ours, const std::vector<float>& their
 void expect_oracle_agrees(const std::string& scratch, const std::vector<testing::NamedProfile>& profiles,
                           const std::vector<float>& input) {
   const fs::path dir = tempra::testing::scratch_dir(scratch);
-  write_floats(dir / "in.f32", input);
-  std::ofstream jobs(dir / "jobs.txt");
-  for (const auto& [name, file] : profiles) {
-    write_nam(dir / (name + ".nam"), file);
-    jobs << (dir / (name + ".nam")).string() << ' ' << (dir / "in.f32").string() << ' '
-         << (dir / (name + ".out")).string() << " 64\n";
-  }
-  jobs.close();
-  ASSERT_TRUE(run_oracle(dir / "jobs.txt"));
-  for (const auto& [name, file] : profiles) {
+  std::vector<fs::path> paths;
+  for (const auto& [name, file] : profiles) write_nam(paths.emplace_back(dir / (name + ".nam")), file);
+  const std::vector<std::vector<float>> outputs = testing::nam_core_outputs(dir, paths, input);
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    const std::string& name = profiles[i].name;
     SCOPED_TRACE(name);
     // Read back what was written: the oracle and tempra load the same bytes.
-    const auto model = make_amp_model(read_nam(dir / (name + ".nam")));
+    const auto model = make_amp_model(read_nam(paths[i]));
     std::vector<float> ours(input.size());
     model->process(input.data(), ours.data(), int64_t(input.size()));
-    const std::vector<float> theirs = read_floats(dir / (name + ".out"));
-    ASSERT_EQ(theirs.size(), ours.size());
-    const Compared c = compare(ours, theirs);
+    ASSERT_EQ(outputs[i].size(), ours.size());
+    const Compared c = compare(ours, outputs[i]);
     EXPECT_LE(c.max_abs, 1e-5) << "peak " << c.peak;
     EXPECT_GT(c.peak, 1e-3);  // a silent pair would agree trivially
     std::printf("%-28s max |tempra - nam| %.3g  (output peak %.3f)\n", name.c_str(), c.max_abs, c.peak);
@@ -114,16 +89,14 @@ TEST(NamOracle, exact_tanh_differs_from_the_cores_fast_tanh_by_its_approximation
   // difference the comparison sees (NAM's fast tanh is ~1e-4 from tanh), so 1e-5 is not slack.
   const fs::path dir = tempra::testing::scratch_dir("nam-oracle-exact");
   const std::vector<float> input = testing::test_signal(12000);
-  write_floats(dir / "in.f32", input);
   const NamFile file = testing::random_profile(*wavenet_preset("standard"), 5);
   write_nam(dir / "standard.nam", file);
-  std::ofstream(dir / "jobs.txt") << (dir / "standard.nam").string() << ' ' << (dir / "in.f32").string() << ' '
-                                  << (dir / "standard.out").string() << " 128\n";
-  ASSERT_TRUE(run_oracle(dir / "jobs.txt"));
+  const auto theirs = testing::nam_core_outputs(dir, {dir / "standard.nam"}, input, 128);
   const auto model = make_amp_model(file, {.fast_tanh = false});
   std::vector<float> ours(input.size());
   model->process(input.data(), ours.data(), int64_t(input.size()));
-  EXPECT_GT(compare(ours, read_floats(dir / "standard.out")).max_abs, 1e-4);
+  ASSERT_EQ(theirs[0].size(), ours.size());
+  EXPECT_GT(compare(ours, theirs[0]).max_abs, 1e-4);
 }
 
 }  // namespace
