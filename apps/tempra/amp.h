@@ -10,13 +10,15 @@
 // An input whose rate differs from the profile's is refused (resample it first); bad options
 // exit 2, unreadable or malformed files exit 1 naming the file and field.
 //
-// `tempra amp train --input DI.wav --target AMP.wav [--arch standard|lite|feather|nano]` trains a
-// WaveNet on the pair with NAM's recipe (tempra/audio/train/amp_trainer.h): the pair is checked
+// `tempra amp train --input DI.wav --target AMP.wav [--arch standard|lite|feather|nano|lstm|...]`
+// trains one of NAM's WaveNets or LSTMs on the pair with NAM's recipe (tempra/audio/train/amp_trainer.h): the pair is checked
 // (rates, clipping, lengths), aligned (the latency estimated, or --latency) and split (the last
 // --validation-seconds validate). Each epoch prints its loss, ESRs and an ETA; SIGINT stops after
 // the current epoch. Writes the weights of the best validation ESR as a `.nam` (version 0.5.4,
 // with NAM's metadata fields: date, names, latency calibration, validation_esr) and a PNG
-// (amp_plot.h), both atomically; --log adds a CSV of every epoch.
+// (amp_plot.h), both atomically; --log adds a CSV of every epoch. The output paths are checked
+// before training (their folders exist, none names another file of the run); a run whose loss
+// stops being finite ends there, writing the best finite epoch if there is one and exiting 1.
 #pragma once
 
 #include "args.h"

@@ -4,6 +4,7 @@
 #include <jack/jack.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -99,6 +100,7 @@ std::string first_physical(jack_client_t* client, unsigned long flags, int index
 }  // namespace
 
 int run_live(audio::AmpModel& model, const LiveOptions& options) {
+  Engine engine;  // before the client: JACK may call into it until the client is closed
   jack_status_t status{};
   std::unique_ptr<jack_client_t, ClientCloser> client(jack_client_open("tempra-amp", JackNoStartServer, &status));
   if (!client) {
@@ -114,7 +116,6 @@ int run_live(audio::AmpModel& model, const LiveOptions& options) {
                  *options.profile_rate);
     return 1;
   }
-  Engine engine;
   engine.model = &model;
   engine.input_gain = float(options.input_gain);
   engine.output_gain = float(options.output_gain);
@@ -190,7 +191,9 @@ int run_live(audio::AmpModel& model, const LiveOptions& options) {
   std::printf("live summary: %.1f s, %lld buffers (%lld samples); ", elapsed,
               (long long)(end.callbacks - first.callbacks), (long long)(end.frames - first.frames));
   report(end, first, "");
-  std::printf("missed buffers: %lld\n", (long long)(end.late - first.late + end.xruns - first.xruns));
+  // A late callback is a missed buffer; JACK's xruns count the ones it saw (often the same
+  // buffers, so the larger count, not the sum).
+  std::printf("missed buffers: %lld\n", (long long)std::max(end.late - first.late, end.xruns - first.xruns));
   if (engine.shut_down.load()) {
     std::fprintf(stderr, "tempra amp --live: the JACK server shut down\n");
     return 1;

@@ -7,7 +7,8 @@
 // thread connects the ports (the first physical capture port to the input, the output to the
 // first two physical playback ports, unless told otherwise), then reports once a second and at
 // the end: callbacks, their mean and worst time against the deadline (one period, buffer size
-// / rate), the callbacks that overran it and the xruns JACK reported. A missed buffer is either.
+// / rate), the callbacks that overran it and the xruns JACK reported. The missed buffers of the
+// summary are the larger of those two counts (an overrun JACK saw is both).
 //
 // Without a JACK server it says so and exits (status 1) without waiting; a profile trained at
 // another rate than the server's is refused. SIGINT/SIGTERM stop it between reports.

@@ -172,14 +172,14 @@ void esr_panel(cairo_t* cr, const Box& box, const AmpPlot& plot) {
   legend(cr, box.x + box.w - 230, box.y + 22, {{"training (mean of steps)", kTrain}, {"validation", kPrediction}});
 }
 
-cairo_status_t write_to_file(void* closure, const unsigned char* data, unsigned int length) {
-  return std::fwrite(data, 1, length, static_cast<std::FILE*>(closure)) == length ? CAIRO_STATUS_SUCCESS
-                                                                                  : CAIRO_STATUS_WRITE_ERROR;
+cairo_status_t append_to_string(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
 }
 
 }  // namespace
 
-void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot) {
+std::string render_amp_plot(const AmpPlot& plot) {
   check(plot.target.size() == plot.prediction.size() && plot.target.size() >= 2, "amp plot",
         "the target and prediction must have the same length, at least 2");
   std::unique_ptr<cairo_surface_t, decltype(&cairo_surface_destroy)> surface(
@@ -195,9 +195,16 @@ void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot) {
   esr_panel(cr, {100, 470, kWidth - 140.0, 320}, plot);
   check(cairo_status(cr) == CAIRO_STATUS_SUCCESS, "amp plot",
         "drawing failed: ", cairo_status_to_string(cairo_status(cr)));
+  std::string png;
+  const cairo_status_t s = cairo_surface_write_to_png_stream(surface.get(), append_to_string, &png);
+  check(s == CAIRO_STATUS_SUCCESS, "amp plot", "encoding the PNG failed: ", cairo_status_to_string(s));
+  return png;
+}
+
+void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot) {
+  const std::string png = render_amp_plot(plot);
   io::write_atomically(path, "amp plot", [&](std::FILE* file, const std::string& temp_name) {
-    const cairo_status_t s = cairo_surface_write_to_png_stream(surface.get(), write_to_file, file);
-    check(s == CAIRO_STATUS_SUCCESS, "amp plot", temp_name, ": ", cairo_status_to_string(s));
+    check(std::fwrite(png.data(), 1, png.size(), file) == png.size(), "amp plot", temp_name, ": write failed");
   });
 }
 

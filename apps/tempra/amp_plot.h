@@ -19,6 +19,8 @@ struct AmpPlot {
   std::vector<double> train_esr, validation_esr;  // one per epoch
 };
 
+// The PNG's bytes (drawn in memory, so a caller can have it before writing anything).
+std::string render_amp_plot(const AmpPlot& plot);
 void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot);
 
 }  // namespace tempra::app

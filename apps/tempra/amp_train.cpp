@@ -1,4 +1,6 @@
 // apps/tempra/amp_train.cpp: `tempra amp train`, a NAM profile trained from a reamping pair.
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -51,6 +53,32 @@ std::string metadata_json(const cli::Args& args, const audio::TrainingPair& pair
                    {"data", {{"latency", latency}}},
                    {"validation_esr", validation_esr}};
   return m.dump();
+}
+
+// Refuses, before any work, output paths whose folder is missing or not writable, and output
+// paths that name each other or an input (the plot's default is the output's name with .png: a
+// `-o x.png` would otherwise be overwritten by its own picture). Empty paths are not given.
+void check_output_paths(const std::vector<std::pair<std::string, std::string>>& outputs,
+                        const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  auto same = [](const std::string& a, const std::string& b) {
+    std::error_code ec;
+    return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [flag, path] = outputs[i];
+    if (path.empty()) continue;
+    const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec) || ::access(folder.c_str(), W_OK) != 0)
+      throw cli::UsageError(flag + " " + path + ": the folder " + folder.string() +
+                            " does not exist or is not writable");
+    for (const std::string& input : inputs)
+      if (same(path, input)) throw cli::UsageError(flag + " " + path + " would overwrite an input recording");
+    for (size_t j = 0; j < i; ++j)
+      if (!outputs[j].second.empty() && same(path, outputs[j].second))
+        throw cli::UsageError(flag + " and " + outputs[j].first + " name the same file, " + path);
+  }
 }
 
 void write_log(const std::filesystem::path& path, const std::vector<audio::EpochResult>& epochs) {
@@ -138,6 +166,10 @@ int run_amp_train(const cli::Args& args) {
   options.seed = uint64_t(args.integer("--seed"));
   if (options.batch_size < 1 || options.batch_size > 4096) throw cli::UsageError("--batch-size must be in 1 ... 4096");
   if (options.ny < 1 || options.ny > (1 << 20)) throw cli::UsageError("--ny must be in 1 ... 1048576");
+  // A step holds every layer's activations for its samples: bound them (16M samples, ~1 s per
+  // item at NAM's 8192 x 16, is 128 times that).
+  if (options.batch_size * options.ny > (int64_t(1) << 24))
+    throw cli::UsageError("--batch-size x --ny must be at most 16777216 samples a step");
   if (!(options.lr > 0 && options.lr < 1)) throw cli::UsageError("--lr must be in (0, 1)");
   if (!(options.lr_decay >= 0 && options.lr_decay < 1)) throw cli::UsageError("--lr-decay must be in [0, 1)");
   audio::PairOptions pair_options;
@@ -149,6 +181,8 @@ int run_amp_train(const cli::Args& args) {
   const std::string plot = args.has("--plot") ? args.string("--plot") : with_extension(output, ".png").string();
   if (std::filesystem::path(output).extension() == ".wav")
     throw cli::UsageError("--output " + output + " would overwrite audio; name a .nam file");
+  check_output_paths({{"--output", output}, {"--plot", plot}, {"--log", args.has("--log") ? args.string("--log") : ""}},
+                     {args.string("--input"), args.string("--target")});
 
   const audio::TrainingPair pair = audio::prepare_pair(audio::read_audio(args.string("--input")),
                                                        audio::read_audio(args.string("--target")), pair_options);
@@ -170,11 +204,19 @@ int run_amp_train(const cli::Args& args) {
   std::vector<audio::EpochResult> history;
   audio::NamFile best;
   double best_esr = INFINITY, elapsed = 0;
+  bool diverged = false;
   StopOnSignal stop_on_signal;
   for (int64_t e = 1; e <= epochs && !stop_requested(); ++e) {
     const audio::EpochResult r = trainer.run_epoch();
     history.push_back(r);
     elapsed += r.seconds;
+    if (!std::isfinite(r.loss) || !std::isfinite(r.validation_esr)) {
+      // Adam cannot come back from a non-finite weight: stop, keep the best finite epoch.
+      std::printf("epoch %4lld/%lld  loss %g  validation ESR %g: training diverged; try a lower --lr\n", (long long)e,
+                  (long long)epochs, r.loss, r.validation_esr);
+      diverged = true;
+      break;
+    }
     const bool improved = r.validation_esr < best_esr;
     if (improved) best_esr = r.validation_esr, best = trainer.profile();
     std::printf("epoch %4lld/%lld  loss %.5f  ESR train %.5f  validation %.5f%s  lr %.2e  %.1f s  ETA %s\n",
@@ -184,10 +226,8 @@ int run_amp_train(const cli::Args& args) {
     if (args.has("--log")) write_log(args.string("--log"), history);
   }
   check(!history.empty(), "amp train", "stopped before the first epoch finished; nothing written");
+  check(std::isfinite(best_esr), "amp train", "no epoch ended with finite weights; nothing written");
   best.metadata.json = metadata_json(args, pair, best_esr, int64_t(history.size()));
-  audio::write_nam(output, best);
-  std::printf("wrote %s: validation ESR %.5f (the best of %zu epochs), %s of training\n", output.c_str(), best_esr,
-              history.size(), duration(elapsed).c_str());
 
   AmpPlot picture;
   char title[160];
@@ -200,8 +240,16 @@ int run_amp_train(const cli::Args& args) {
   picture.sample_rate = pair.sample_rate;
   for (const auto& r : history)
     picture.train_esr.push_back(r.train_esr), picture.validation_esr.push_back(r.validation_esr);
-  write_amp_plot(plot, picture);
+  // Both files are ready before either is written (their folders were checked before training).
+  const std::string png = render_amp_plot(picture);
+  audio::write_nam(output, best);
+  std::printf("wrote %s: validation ESR %.5f (the best of %zu epochs), %s of training\n", output.c_str(), best_esr,
+              history.size(), duration(elapsed).c_str());
+  io::write_atomically(plot, "amp train", [&](std::FILE* f, const std::string& temp) {
+    check(std::fwrite(png.data(), 1, png.size(), f) == png.size(), "amp train", temp, ": write failed");
+  });
   std::printf("wrote %s\n", plot.c_str());
+  if (diverged) return 1;
   return stop_requested() ? kExitInterrupted : 0;
 }
 

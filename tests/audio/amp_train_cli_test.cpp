@@ -120,6 +120,11 @@ TEST_F(AmpTrainCli, bad_pairs_and_options_exit_non_zero_naming_the_problem_and_w
       {pair_ + " --epochs 0" + out, 2, "--epochs must be in"},
       {pair_ + " --lr -1" + out, 2, "--lr must be in"},
       {pair_ + " -o " + quoted(dir_ / "di.wav"), 2, "would overwrite audio"},
+      {pair_ + " -o " + quoted(dir_ / "no-such-folder" / "x.nam"), 2, "does not exist or is not writable"},
+      {pair_ + out + " --plot " + quoted(dir_ / "amp.wav"), 2, "would overwrite an input recording"},
+      {pair_ + " -o " + quoted(dir_ / "bad.png"), 2, "--plot and --output name the same file"},
+      {pair_ + out + " --log " + quoted(dir_ / "bad.nam"), 2, "--log and --output name the same file"},
+      {pair_ + out + " --batch-size 4096 --ny 65536", 2, "at most 16777216 samples a step"},
       {"--input " + quoted(dir_ / "di.wav") + " --target " + quoted(dir_ / "clipped.wav") + out, 1,
        "clips at sample 5000"},
       {"--input " + quoted(dir_ / "none.wav") + " --target " + quoted(dir_ / "amp.wav") + out, 1, "none.wav"},
@@ -134,6 +139,7 @@ TEST_F(AmpTrainCli, bad_pairs_and_options_exit_non_zero_naming_the_problem_and_w
     EXPECT_NE(run.output.find(c.words), std::string::npos) << run.output;
     EXPECT_FALSE(fs::exists(dir_ / "bad.nam"));
     EXPECT_FALSE(fs::exists(dir_ / "bad.png"));
+    EXPECT_FALSE(fs::exists(dir_ / "no-such-folder"));
   }
   EXPECT_EQ(read_audio(dir_ / "di.wav").samples.size(), x_.size());  // -o di.wav left it alone
 }

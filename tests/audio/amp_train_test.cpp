@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "audio/amp_fixtures.h"
+#include "tempra/ag/backward.h"
 #include "tempra/ag/gradcheck.h"
 #include "tempra/audio/amp_model.h"
 #include "tempra/audio/train/amp_trainer.h"
@@ -169,7 +170,6 @@ TEST(TrainableLstm, computes_the_streaming_lstm_and_trains_with_the_same_values)
     // state); it is fed the one sample of silence the streaming model prewarms with first.
     const TrainableLstm net =
         TrainableLstm::from_weights(ctx, *lstm_preset(size), file.weights, {.burn_in = 700, .truncate = 256});
-    EXPECT_EQ(net.profile(ctx).weights.size(), file.weights.size());
     const std::vector<float> signal = testing::test_signal(2000);
     std::vector<float> padded = {0.0f};
     padded.insert(padded.end(), signal.begin(), signal.end());
@@ -185,6 +185,27 @@ TEST(TrainableLstm, computes_the_streaming_lstm_and_trains_with_the_same_values)
     EXPECT_LE(diff, 1e-5 * std::max(1.0, peak));
     EXPECT_GT(peak, 1e-2);
     EXPECT_EQ(moved, 0.0);  // burn-in and truncation change gradients, not values
+  }
+}
+
+TEST(TrainableLstm, the_burn_in_trains_the_head_but_not_the_layers) {
+  // NAM detaches the burn-in's features, not the head's output: a loss on the burn-in samples
+  // alone reaches the head's weights and none of the layers'.
+  ExecContext ctx;
+  const TrainableLstm net = TrainableLstm::init(ctx, *lstm_preset("nano"), 4, {.burn_in = 500, .truncate = 100});
+  const std::vector<float> signal = testing::test_signal(600);
+  const Array y = net.forward(ctx, Array::from_values<float>(ctx, {1, 1, 600}, signal), true);
+  ag::backward(ctx, sum_all(ctx, y.slice(2, 0, 500)));
+  for (const optim::Param& p : net.params()) {
+    SCOPED_TRACE(p.name);
+    const Array g = p.value.grad();
+    double largest = 0;
+    for (int64_t i = 0; g.defined() && i < g.numel(); ++i)
+      largest = std::max(largest, std::abs(double(g.data<float>()[i])));
+    if (p.name.starts_with("head"))
+      EXPECT_GT(largest, 0.0);
+    else
+      EXPECT_EQ(largest, 0.0);
   }
 }
 
@@ -256,6 +277,10 @@ TEST(AmpPair, bad_pairs_are_refused_by_name) {
   nan.samples[7] = NAN;
   expect_refused(in, nan, {}, "sample 7 of the target");
   expect_refused(in, out, {.input_channel = 1}, "channel 1 does not exist");
+  expect_refused(in, out, {.validation_seconds = 0.05}, "too short to judge");
+  AudioData quiet_end = out;
+  std::fill(quiet_end.samples.end() - 12000, quiet_end.samples.end(), 0.0f);
+  expect_refused(in, quiet_end, {.validation_seconds = 0.2}, "validation split (the target's last 0.2 s) is silent");
 }
 
 TrainingPair toy_pair(int64_t seconds_x10) {

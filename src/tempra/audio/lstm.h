@@ -41,7 +41,7 @@ class Lstm final : public AmpModel {
     std::vector<float> weights;  // [inputs + H][R]: rows i, f, g, o (H each), then zeros
     std::vector<float> bias;     // [R]
     std::vector<float> h0, c0;   // the file's initial state [H]
-    std::vector<float> xh;       // [inputs + H]: this step's input, then h
+    std::vector<float> xh;       // [inputs + H + 8]: this step's input, h, zeros (the head reads eights)
     std::vector<float> c;        // [H]
   };
 

@@ -144,11 +144,17 @@ TrainingPair prepare_pair(const AudioData& input, const AudioData& target, const
   const auto validation = int64_t(std::llround(options.validation_seconds * rate));
   check(validation > 0 && validation < int64_t(x.size()), kOp, "a validation split of ", options.validation_seconds,
         " s does not fit in ", double(x.size()) / rate, " s of aligned audio");
+  check(validation >= rate / 10, kOp, "a validation split of ", options.validation_seconds,
+        " s is too short to judge a model by; give at least 0.1 s");
   const size_t cut = x.size() - size_t(validation);
   pair.train_input.assign(x.begin(), x.begin() + ptrdiff_t(cut));
   pair.train_target.assign(y.begin(), y.begin() + ptrdiff_t(cut));
   pair.validation_input.assign(x.begin() + ptrdiff_t(cut), x.end());
   pair.validation_target.assign(y.begin() + ptrdiff_t(cut), y.end());
+  double energy = 0;
+  for (const float v : pair.validation_target) energy += double(v) * v;
+  check(energy > 0, kOp, "the validation split (the target's last ", options.validation_seconds,
+        " s) is silent: an ESR against silence is undefined; trim the silence or choose --validation-seconds");
   return pair;
 }
 

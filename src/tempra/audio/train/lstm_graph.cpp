@@ -243,7 +243,7 @@ Array TrainableLstm::run(ExecContext& ctx, const Array& x, std::vector<std::pair
     if (detach_after) state[l] = {state[l].first.detach(), state[l].second.detach()};
     input = out.slice(2, 0, H);
   }
-  return add(ctx, linear(ctx, contiguous(ctx, input), head_w_), head_b_);  // [B, T, 1]
+  return input;  // [B, T, H]: the last layer's h
 }
 
 Array TrainableLstm::forward(ExecContext& ctx, const Array& x, bool training) const {
@@ -255,6 +255,9 @@ Array TrainableLstm::forward(ExecContext& ctx, const Array& x, bool training) co
   for (const Layer& layer : layers_)
     state.emplace_back(layer.h0.broadcast_to({batch, config_.hidden_size}),
                        layer.c0.broadcast_to({batch, config_.hidden_size}));
+  // The last layer's features, then the head over all of them: the burn-in's features are
+  // detached (no gradient into the layers) but the head still learns from their outputs, as in
+  // NAM (it detaches the core's output features, not the head's).
   std::vector<Array> outputs;
   if (!training || length <= training_.burn_in) {
     outputs.push_back(run(ctx, sequence, state, false));
@@ -269,8 +272,9 @@ Array TrainableLstm::forward(ExecContext& ctx, const Array& x, bool training) co
       outputs.push_back(run(ctx, sequence.slice(1, start, stop), state, false));
     }
   }
-  const Array y = outputs.size() == 1 ? outputs[0] : concat(ctx, outputs, 1);
-  return contiguous(ctx, y).reshape({batch, 1, length});
+  const Array features = outputs.size() == 1 ? outputs[0] : concat(ctx, outputs, 1);
+  const Array y = add(ctx, linear(ctx, contiguous(ctx, features), head_w_), head_b_);  // [B, T, 1]
+  return y.reshape({batch, 1, length});
 }
 
 std::vector<optim::Param> TrainableLstm::params() const {

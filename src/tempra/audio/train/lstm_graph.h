@@ -8,9 +8,11 @@
 //   y_t = w . h_t(last layer) + b_out
 //
 // Training follows NAM's: every segment starts from a learned initial state (zeros at first);
-// the first `burn_in` samples (4096) run, their outputs count in the loss but pass no gradient,
-// and then the rest runs in chunks of `truncate` (512) samples with the state detached between
-// chunks, except between the burn-in and the first chunk (so the initial state learns). Fresh
+// the first `burn_in` samples (4096) run and their features are detached (they count in the
+// loss and train the head, but pass no gradient into the layers), and then the rest runs in
+// chunks of `truncate` (512) samples with the state detached between chunks, except between the
+// burn-in and the first chunk (so the initial state learns). A segment no longer than the
+// burn-in trains with full backpropagation through time (NAM would pass its layers nothing). Fresh
 // weights are PyTorch's: uniform in +-1/sqrt(H), with NAM's tweak of the biases (the input
 // gate's -2 and the forget gate's +2, on each of PyTorch's two bias vectors, so -4 and +4 on
 // their sum, which is the one bias here). The exported initial state is NAM's: the state the
@@ -56,7 +58,8 @@ class TrainableLstm final : public TrainableAmp {
   };
   static TrainableLstm build(ExecContext& ctx, const LstmConfig& config, LstmTraining training,
                              const std::function<void(std::vector<float>&, const char* part)>& fill);
-  // The layers and head over x [B, T, 1] from `state` (per layer h and c, [B, H]); updates it.
+  // The layers over x [B, T, 1] from `state` (per layer h and c, [B, H]), which it updates;
+  // returns the last layer's h [B, T, H].
   Array run(ExecContext& ctx, const Array& x, std::vector<std::pair<Array, Array>>& state, bool detach_after) const;
 
   LstmConfig config_;

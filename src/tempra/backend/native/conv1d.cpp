@@ -10,9 +10,10 @@
 // is it with in = g, W = w transposed in its channels, offset = 0, step = -dilation. The
 // interior, where every tap reads inside the row, is tiled as a small GEMM in registers: 4 output
 // channels by 4 vectors of t (16 accumulators), each input value broadcast-free (a vector of
-// in's row) and each weight broadcast, so 8 loads feed 16 multiply-adds. The edges (t within
-// (K - 1) d of a row's end, for the input gradient) and the tail of a row shorter than a tile
-// add one (i, tap) term at a time over the t it reaches, a vector at a time.
+// in's row) and each weight broadcast, so 8 loads feed 16 multiply-adds. The edges (for the
+// input gradient, the first and the last (K - 1) d positions of a row, where some taps fall
+// outside g) and the tail of a row shorter than a tile add one (i, tap) term at a time over the
+// t it reaches, a vector at a time.
 //
 // The weight gradient gw[oc][ic][tap] = sum_b sum_t g[b][oc][t] x[b][ic][t + tap d] is a GEMM
 // over the long (b, t) dimension: tiles of 4 output channels by 4 (ic, tap) pairs, 16 vector
@@ -58,13 +59,15 @@ void edge(const Correlation& c, int64_t o, int64_t lo, int64_t hi) {
     for (int64_t tap = 0; tap < c.kernel; ++tap) {
       const int64_t offset = tap * c.step;
       const int64_t first = std::max(lo, -offset), last = std::min(hi, c.in_len - offset);
-      const float* src = c.in + i * c.in_len + offset;
+      const float* row = c.in + i * c.in_len;  // read at t + offset, inside [0, in_len) for t in [first, last)
       const V w = simd::set1(c.w[o * c.w_out + i * c.w_in + tap]);
       int64_t t = first;
-      for (; t + kL <= last; t += kL) simd::store(out + t, simd::fma(w, simd::load(src + t), simd::load(out + t)));
+      for (; t + kL <= last; t += kL)
+        simd::store(out + t, simd::fma(w, simd::load(row + (t + offset)), simd::load(out + t)));
       if (t < last) {
         const int n = int(last - t);
-        simd::store_partial(out + t, simd::fma(w, simd::load_partial(src + t, n), simd::load_partial(out + t, n)), n);
+        simd::store_partial(out + t,
+                            simd::fma(w, simd::load_partial(row + (t + offset), n), simd::load_partial(out + t, n)), n);
       }
     }
 }
