@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "tempra/core/error.h"
-#include "tempra/io/atomic_write.h"
 
 namespace tempra::app {
 namespace {
@@ -199,13 +198,6 @@ std::string render_amp_plot(const AmpPlot& plot) {
   const cairo_status_t s = cairo_surface_write_to_png_stream(surface.get(), append_to_string, &png);
   check(s == CAIRO_STATUS_SUCCESS, "amp plot", "encoding the PNG failed: ", cairo_status_to_string(s));
   return png;
-}
-
-void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot) {
-  const std::string png = render_amp_plot(plot);
-  io::write_atomically(path, "amp plot", [&](std::FILE* file, const std::string& temp_name) {
-    check(std::fwrite(png.data(), 1, png.size(), file) == png.size(), "amp plot", temp_name, ": write failed");
-  });
 }
 
 }  // namespace tempra::app

@@ -2,10 +2,9 @@
 //
 // One PNG, drawn with cairo (Debian's libcairo2-dev): above, the target against the model's
 // prediction on the 20 ms of the validation split where they differ most;
-// below, the ESR after every epoch on a log scale, training and validation. Written atomically.
+// below, the ESR after every epoch on a log scale, training and validation.
 #pragma once
 
-#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +20,5 @@ struct AmpPlot {
 
 // The PNG's bytes (drawn in memory, so a caller can have it before writing anything).
 std::string render_amp_plot(const AmpPlot& plot);
-void write_amp_plot(const std::filesystem::path& path, const AmpPlot& plot);
 
 }  // namespace tempra::app

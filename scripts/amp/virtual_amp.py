@@ -58,15 +58,19 @@ def biquad(kind, f0, rate, q=0.7071, gain_db=0.0):
     return np.array(b) / a[0], np.array(a) / a[0]
 
 
+def equalize(x, rate, stages):
+    """x through biquads (kind, f0, q, gain_db) in order."""
+    for kind, f0, q, gain in stages:
+        x = lfilter(*biquad(kind, f0, rate, q, gain), x)
+    return x
+
+
 def virtual_amp(x, rate):
-    y = x
-    for kind, f0, q, gain in [("highpass", 90, 0.7071, 0), ("peak", 750, 0.8, 6)]:
-        y = lfilter(*biquad(kind, f0, rate, q, gain), y)
+    y = equalize(x, rate, [("highpass", 90, 0.7071, 0), ("peak", 750, 0.8, 6)])
     bias, g_pos, g_neg = 0.15, 1.0, 1.8
     u = 12.0 * y + bias
     y = np.where(u >= 0, np.tanh(g_pos * u) - math.tanh(g_pos * bias), np.tanh(g_neg * u) - math.tanh(g_neg * bias))
-    for kind, f0, q, gain in [("peak", 450, 0.7, -5), ("highshelf", 2500, 0.7071, 3), ("lowpass", 5500, 0.7071, 0)]:
-        y = lfilter(*biquad(kind, f0, rate, q, gain), y)
+    y = equalize(y, rate, [("peak", 450, 0.7, -5), ("highshelf", 2500, 0.7071, 3), ("lowpass", 5500, 0.7071, 0)])
     return 0.5 * y
 
 

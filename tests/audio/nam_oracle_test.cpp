@@ -12,10 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "audio/amp_fixtures.h"
 #include "support/files.h"

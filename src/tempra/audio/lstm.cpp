@@ -10,7 +10,8 @@
 namespace tempra::audio {
 namespace {
 
-constexpr int kHeadParts = 8;  // the head's partial sums
+constexpr int kHeadParts = 8;    // the head's partial sums
+constexpr int kMostVectors = 8;  // gate vectors whose accumulators are live at once
 
 }  // namespace
 
@@ -91,43 +92,23 @@ void gate_vectors(const float* weights, const float* bias, const float* xh, int 
   for (int v = 0; v < N; ++v) L::store(z + lane0 + v * L::kLanes, acc[v]);
 }
 
+// gate_vectors for n (1 ... N) vectors: the instance with n accumulators.
+template <class L, int N = kMostVectors>
+void gate_chunk(int n, const float* weights, const float* bias, const float* xh, int columns, int rows, int lane0,
+                float* z) {
+  if constexpr (N > 1)
+    if (n < N) return gate_chunk<L, N - 1>(n, weights, bias, xh, columns, rows, lane0, z);
+  gate_vectors<L, N>(weights, bias, xh, columns, rows, lane0, z);
+}
+
 }  // namespace
 
 template <class L>
 void Lstm::gate_products(const Layer& layer, float* z) const {
-  constexpr int kMost = 8;  // vectors of accumulators live at once
   const int columns = layer.inputs + hidden_, vectors = rows_ / L::kLanes;
-  for (int v = 0; v < vectors;) {
-    const int n = std::min(kMost, vectors - v), lane0 = v * L::kLanes;
-    const float *w = layer.weights.data(), *b = layer.bias.data(), *xh = layer.xh.data();
-    switch (n) {
-      case 1:
-        gate_vectors<L, 1>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 2:
-        gate_vectors<L, 2>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 3:
-        gate_vectors<L, 3>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 4:
-        gate_vectors<L, 4>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 5:
-        gate_vectors<L, 5>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 6:
-        gate_vectors<L, 6>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      case 7:
-        gate_vectors<L, 7>(w, b, xh, columns, rows_, lane0, z);
-        break;
-      default:
-        gate_vectors<L, 8>(w, b, xh, columns, rows_, lane0, z);
-        break;
-    }
-    v += n;
-  }
+  for (int v = 0; v < vectors; v += kMostVectors)
+    gate_chunk<L>(std::min(kMostVectors, vectors - v), layer.weights.data(), layer.bias.data(), layer.xh.data(),
+                  columns, rows_, v * L::kLanes, z);
 }
 
 template <class L>

@@ -104,10 +104,13 @@ EpochResult AmpTrainer::run_epoch() {
   return r;
 }
 
-NamFile AmpTrainer::profile() {
-  NamFile file = model_->profile(ctx_);
-  file.sample_rate = data_.sample_rate;
-  return file;
+const NamFile& AmpTrainer::profile() {
+  if (profile_epoch_ != epoch_) {
+    profile_ = model_->profile(ctx_);
+    profile_.sample_rate = data_.sample_rate;
+    profile_epoch_ = epoch_;
+  }
+  return profile_;
 }
 
 std::vector<float> predict(const NamFile& profile, std::span<const float> input) {

@@ -75,8 +75,9 @@ class AmpTrainer {
 
   EpochResult run_epoch();
   // The model's current weights as a profile (version 0.5.4, the data's sample rate); the
-  // caller adds metadata.
-  NamFile profile();
+  // caller adds metadata. Made once per epoch and kept: validation scores it, and exporting an
+  // LSTM runs 48000 samples of silence.
+  const NamFile& profile();
   const TrainingPair& data() const { return data_; }
   int64_t items() const { return items_; }
   int64_t batch_size() const { return batch_; }
@@ -90,6 +91,8 @@ class AmpTrainer {
   std::unique_ptr<TrainableAmp> model_;
   optim::AdamW optimizer_;
   int64_t nx_ = 1, items_ = 0, batch_ = 1, epoch_ = 0;
+  NamFile profile_;
+  int64_t profile_epoch_ = -1;  // the epoch profile_ holds the weights of
 };
 
 }  // namespace tempra::audio

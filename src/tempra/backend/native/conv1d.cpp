@@ -120,28 +120,36 @@ bool fast_shape(const Conv1dShape& s) {
 
 constexpr int64_t kBlock = 4;  // output channels per task
 
+// The correlation make(b, g) of every (batch, group) over its `rows` output rows, a task per
+// block of kBlock rows: each task writes its own rows.
+template <class Make>
+void correlate_all(const Conv1dShape& s, int64_t rows, ThreadPool& pool, const Make& make) {
+  const int64_t blocks = (rows + kBlock - 1) / kBlock, tasks = s.batch * s.groups * blocks;
+  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t b = task / (s.groups * blocks), g = task / blocks % s.groups, block = task % blocks;
+      correlate(make(b, g), block * kBlock, std::min(rows, (block + 1) * kBlock));
+    }
+  });
+}
+
 }  // namespace
 
 void conv1d(const float* x, const float* w, const float* bias, const Conv1dShape& s, float* out, ThreadPool& pool) {
   if (!fast_shape(s)) return scalar::conv1d<float>(x, w, bias, s, out, pool);
   const int64_t in_pg = s.in_channels / s.groups, out_pg = s.out_channels / s.groups;
-  const int64_t blocks = (out_pg + kBlock - 1) / kBlock, tasks = s.batch * s.groups * blocks;
-  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    for (int64_t task = first; task < last; ++task) {
-      const int64_t b = task / (s.groups * blocks), g = task / blocks % s.groups, block = task % blocks;
-      const Correlation c{x + (b * s.in_channels + g * in_pg) * s.in_len,
-                          in_pg,
-                          s.in_len,
-                          w + g * out_pg * in_pg * s.kernel,
-                          in_pg * s.kernel,
-                          s.kernel,
-                          s.kernel,
-                          s.dilation,
-                          bias ? bias + g * out_pg : nullptr,
-                          out + (b * s.out_channels + g * out_pg) * s.out_len,
-                          s.out_len};
-      correlate(c, block * kBlock, std::min(out_pg, (block + 1) * kBlock));
-    }
+  correlate_all(s, out_pg, pool, [&](int64_t b, int64_t g) {
+    return Correlation{x + (b * s.in_channels + g * in_pg) * s.in_len,
+                       in_pg,
+                       s.in_len,
+                       w + g * out_pg * in_pg * s.kernel,
+                       in_pg * s.kernel,
+                       s.kernel,
+                       s.kernel,
+                       s.dilation,
+                       bias ? bias + g * out_pg : nullptr,
+                       out + (b * s.out_channels + g * out_pg) * s.out_len,
+                       s.out_len};
   });
 }
 
@@ -149,27 +157,21 @@ void conv1d_grad(const float* x, const float* w, const float* g, const Conv1dSha
                  ThreadPool& pool) {
   if (!fast_shape(s)) return scalar::conv1d_grad<float>(x, w, g, s, gx, gw, gb, pool);
   const int64_t in_pg = s.in_channels / s.groups, out_pg = s.out_channels / s.groups;
-  if (gx) {
-    const int64_t blocks = (in_pg + kBlock - 1) / kBlock, tasks = s.batch * s.groups * blocks;
-    pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-      for (int64_t task = first; task < last; ++task) {
-        const int64_t b = task / (s.groups * blocks), grp = task / blocks % s.groups, block = task % blocks;
-        // W(ic, oc, tap) = w[oc][ic][tap]; gx[s] reads g[s - tap d].
-        const Correlation c{g + (b * s.out_channels + grp * out_pg) * s.out_len,
-                            out_pg,
-                            s.out_len,
-                            w + grp * out_pg * in_pg * s.kernel,
-                            s.kernel,
-                            in_pg * s.kernel,
-                            s.kernel,
-                            -s.dilation,
-                            nullptr,
-                            gx + (b * s.in_channels + grp * in_pg) * s.in_len,
-                            s.in_len};
-        correlate(c, block * kBlock, std::min(in_pg, (block + 1) * kBlock));
-      }
+  if (gx)
+    // W(ic, oc, tap) = w[oc][ic][tap]; gx[s] reads g[s - tap d].
+    correlate_all(s, in_pg, pool, [&](int64_t b, int64_t grp) {
+      return Correlation{g + (b * s.out_channels + grp * out_pg) * s.out_len,
+                         out_pg,
+                         s.out_len,
+                         w + grp * out_pg * in_pg * s.kernel,
+                         s.kernel,
+                         in_pg * s.kernel,
+                         s.kernel,
+                         -s.dilation,
+                         nullptr,
+                         gx + (b * s.in_channels + grp * in_pg) * s.in_len,
+                         s.in_len};
     });
-  }
   if (!gw && !gb) return;
   // gw, gb: one task per block of 4 output channels (within a group).
   const int64_t blocks = (out_pg + kBlock - 1) / kBlock;
