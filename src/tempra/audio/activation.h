@@ -15,10 +15,18 @@ inline float sigmoid(float x) {
   return 1.0f / (1.0f + std::exp(-x));
 }
 
+// NAM's Fasttanh, x (a + a|x| + (b + c|x|) x^2) / (d + (d + x^2) |x + e x |x||), written with
+// fused multiply-adds and |x + e x |x|| as |x| + e |x| |x| (equal: 1 + e |x| > 0): the same
+// rational function, within an ulp or two of NAM's evaluation (which a C++ compiler contracts
+// its own way anyway), and a dependency chain of 4 operations to the division instead of 6. An
+// LSTM's step waits on two of these per sample.
 inline float fast_tanh(float x) {
   const float ax = std::fabs(x), x2 = x * x;
-  return x * (2.45550750702956f + 2.45550750702956f * ax + (0.893229853513558f + 0.821226666969744f * ax) * x2) /
-         (2.44506634652299f + (2.44506634652299f + x2) * std::fabs(x + 0.814642734961073f * x * ax));
+  const float numerator = x * std::fma(std::fma(0.821226666969744f, ax, 0.893229853513558f), x2,
+                                       std::fma(2.45550750702956f, ax, 2.45550750702956f));
+  const float denominator =
+      std::fma(2.44506634652299f + x2, std::fma(0.814642734961073f * ax, ax, ax), 2.44506634652299f);
+  return numerator / denominator;
 }
 
 // NAM's companion of fast_tanh, which its LSTM gates use when fast tanh is on.

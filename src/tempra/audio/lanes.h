@@ -43,6 +43,18 @@ struct ScalarLanes {
 };
 
 #if TEMPRA_AUDIO_NATIVE
+// activation.h's fast_tanh, operation for operation, in any lane type O with abs, add, mul, fma,
+// div and set1.
+template <class O>
+typename O::V fast_tanh_of(typename O::V x) {
+  const auto ax = O::abs(x), x2 = O::mul(x, x);
+  const auto numerator = O::mul(x, O::fma(O::fma(O::set1(0.821226666969744f), ax, O::set1(0.893229853513558f)), x2,
+                                          O::fma(O::set1(2.45550750702956f), ax, O::set1(2.45550750702956f))));
+  const auto denominator = O::fma(O::add(O::set1(2.44506634652299f), x2),
+                                  O::fma(O::mul(O::set1(0.814642734961073f), ax), ax, ax), O::set1(2.44506634652299f));
+  return O::div(numerator, denominator);
+}
+
 // The native backend: the arm's vectors (backend/native/simd.h).
 struct NativeLanes {
   using V = native::simd::V;
@@ -53,21 +65,14 @@ struct NativeLanes {
   static V fma(V a, V b, V c) { return native::simd::fma(a, b, c); }
   static V add(V a, V b) { return native::simd::add(a, b); }
   static V mul(V a, V b) { return native::simd::mul(a, b); }
+  static V div(V a, V b) { return native::simd::div(a, b); }
+  static V abs(V a) { return native::simd::abs(a); }
   static V load_partial(const float* p, int n) { return native::simd::load_partial(p, n); }
   static void store_partial(float* p, V v, int n) { native::simd::store_partial(p, v, n); }
   // NAM's fast tanh, or the native backend's tanh (within ~1e-6 relative of the C library's).
   static V tanh(V x, bool fast) { return fast ? fast_tanh(x) : native::tanh(x); }
 
-  // activation.h's fast_tanh, operation for operation (no contraction into FMAs).
-  static V fast_tanh(V x) {
-    using namespace native::simd;
-    const V ax = abs(x), x2 = mul(x, x);
-    const V numerator = mul(x, add(add(set1(2.45550750702956f), mul(set1(2.45550750702956f), ax)),
-                                   mul(add(set1(0.893229853513558f), mul(set1(0.821226666969744f), ax)), x2)));
-    const V denominator = add(set1(2.44506634652299f), mul(add(set1(2.44506634652299f), x2),
-                                                           abs(add(x, mul(mul(set1(0.814642734961073f), x), ax)))));
-    return div(numerator, denominator);
-  }
+  static V fast_tanh(V x) { return fast_tanh_of<NativeLanes>(x); }
 
   // n is a whole number of lanes. tanh and sigmoid are the native backend's (within ~1e-6
   // relative of the C library's); the rarely used ones fall back to the scalar loops.
@@ -99,6 +104,31 @@ struct NativeLanes {
     }
   }
 };
+
+// The LSTM's cell update runs eight units at a time (lstm.h). On AVX-512 that is half a vector,
+// computed in the 8-lane registers (a full vector's masked loads and stores would stall the
+// store-to-load forwarding that the next step's gate products read h through); on AVX2 and NEON
+// it is the arm's own vectors.
+#if TEMPRA_SIMD_AVX512
+struct NativeCellLanes {
+  using V = __m256;
+  static constexpr int kLanes = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V abs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  // NAM's fast tanh, or the native backend's tanh on the vector this half zero-extends to.
+  static V tanh(V x, bool fast) {
+    return fast ? fast_tanh_of<NativeCellLanes>(x) : _mm512_castps512_ps256(native::tanh(_mm512_zextps256_ps512(x)));
+  }
+};
+#else
+using NativeCellLanes = NativeLanes;
+#endif
 #endif
 
 }  // namespace tempra::audio

@@ -10,45 +10,70 @@
 namespace tempra::audio {
 namespace {
 
-constexpr int kHeadParts = 8;    // the head's partial sums
-constexpr int kMostVectors = 8;  // gate vectors whose accumulators are live at once
+constexpr int kGroup = 8;  // units per group: the cell update's width
+constexpr int kGroupRows = 4 * kGroup;
+constexpr int kHeadParts = 8;  // the head's partial sums
+// Accumulators live at once (vectors times partial sums). On AVX2 that is all 16 registers and
+// the compiler spills a little, still faster than a second pass that broadcasts every column
+// again (measured on the avx2 build: the standard LSTM 231 -> 243 times real time against a
+// budget of 12); AVX-512 and NEON have 32 registers.
+constexpr int kMostAccumulators = 16;
+// Up to this H the rows sum h's columns in two partial sums (even and odd columns): a small
+// model's step is one long chain of dependent operations, and the gate products' chain of H
+// fused multiply-adds is its longest part. A wider one is bound by loading its weights
+// instead, and the extra accumulators cost it (measured: H = 16 and 12 gain 5%, H = 24 loses 9%).
+constexpr int kMostForTwoChains = 16;
+
+// The row of gate `gate` (0 i, 1 f, 2 g, 3 o) of unit u in the grouped layout.
+int grouped_row(int gate, int u) {
+  return u / kGroup * kGroupRows + gate * kGroup + u % kGroup;
+}
 
 }  // namespace
 
 Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::optional<double> sample_rate,
            const AmpOptions& options)
     : AmpModel(sample_rate), fast_(options.fast_tanh), hidden_(config.hidden_size) {
-  int lanes = ScalarLanes::kLanes;
 #if TEMPRA_AUDIO_NATIVE
   native_ = options.backend == Backend::native;
-  if (native_) lanes = NativeLanes::kLanes;
 #endif
   const int h = hidden_;
-  rows_ = (4 * h + lanes - 1) / lanes * lanes;
+  groups_ = (h + kGroup - 1) / kGroup;
+  rows_ = groups_ * kGroupRows;
   WeightReader read(weights, "LSTM");
   for (int l = 0; l < config.num_layers; ++l) {
     Layer& layer = layers_.emplace_back();
     layer.inputs = l == 0 ? config.input_size : h;
     const int columns = layer.inputs + h;
     layer.weights.assign(size_t(columns) * rows_, 0.0f);
-    for (int r = 0; r < 4 * h; ++r)
-      for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * rows_ + r] = read.next();
+    for (int r = 0; r < 4 * h; ++r) {
+      const int row = grouped_row(r / h, r % h);
+      for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * rows_ + row] = read.next();
+    }
     layer.bias.assign(size_t(rows_), 0.0f);
-    for (int r = 0; r < 4 * h; ++r) layer.bias[size_t(r)] = read.next();
+    for (int r = 0; r < 4 * h; ++r) layer.bias[size_t(grouped_row(r / h, r % h))] = read.next();
+    if (fast_)  // the fast sigmoid's inner 1/2 (lstm.h), exact
+      for (int r = 0; r < rows_; ++r)
+        if (r % kGroupRows / kGroup != 2) {
+          layer.bias[size_t(r)] *= 0.5f;
+          for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * rows_ + r] *= 0.5f;
+        }
     read.vector(h, layer.h0);
     read.vector(h, layer.c0);
-    layer.xh.assign(size_t(columns + kHeadParts), 0.0f);  // zeros after h: the head reads whole eights
-    layer.c.assign(size_t(h), 0.0f);
+    layer.h.assign(size_t(groups_ * kGroup), 0.0f);
+    layer.c.assign(size_t(groups_ * kGroup), 0.0f);
   }
-  read.vector(h, head_);
-  head_.resize(size_t((h + kHeadParts - 1) / kHeadParts * kHeadParts), 0.0f);
+  read.vector(h, head_, groups_ * kGroup);  // whole eights (kHeadParts)
   head_bias_ = read.next();
   read.expect_end();
   gates_.assign(size_t(rows_), 0.0f);
-  g_pre_.assign(size_t(h), 0.0f);
+  g_pre_.assign(size_t(groups_ * kGroup), 0.0f);
   scale_.assign(size_t(rows_), 0.5f);
   shift_.assign(size_t(rows_), 1.0f);
-  for (int r = 2 * h; r < 3 * h; ++r) scale_[size_t(r)] = 1.0f, shift_[size_t(r)] = -0.0f;
+  for (int u = 0; u < groups_ * kGroup; ++u) {  // g: fast_tanh itself
+    scale_[size_t(grouped_row(2, u))] = 1.0f;
+    shift_[size_t(grouped_row(2, u))] = -0.0f;
+  }
   clear_state();
 }
 
@@ -59,102 +84,133 @@ int64_t Lstm::prewarm_samples() const {
 
 void Lstm::clear_state() {
   for (Layer& layer : layers_) {
-    std::fill(layer.xh.begin(), layer.xh.end(), 0.0f);
-    std::copy(layer.h0.begin(), layer.h0.end(), layer.xh.begin() + layer.inputs);
-    layer.c = layer.c0;
+    std::fill(layer.h.begin(), layer.h.end(), 0.0f);
+    std::fill(layer.c.begin(), layer.c.end(), 0.0f);
+    std::copy(layer.h0.begin(), layer.h0.end(), layer.h.begin());
+    std::copy(layer.c0.begin(), layer.c0.end(), layer.c.begin());
   }
 }
 
 void Lstm::process_block(const float* in, float* out, int n) {
 #if TEMPRA_AUDIO_NATIVE
   if (native_) {
-    for (int t = 0; t < n; ++t) out[t] = step<NativeLanes>(in[t]);
+    for (int t = 0; t < n; ++t) out[t] = step<NativeLanes, NativeCellLanes>(in[t]);
     return;
   }
 #endif
-  for (int t = 0; t < n; ++t) out[t] = step<ScalarLanes>(in[t]);
+  for (int t = 0; t < n; ++t) out[t] = step<ScalarLanes, ScalarLanes>(in[t]);
 }
 
 namespace {
 
-// z[lane0 ..) for N vectors: bias plus the columns' products in column order, N independent
-// chains of fused multiply-adds.
-template <class L, int N>
-void gate_vectors(const float* weights, const float* bias, const float* xh, int columns, int rows, int lane0,
-                  float* z) {
-  typename L::V acc[N];
-  for (int v = 0; v < N; ++v) acc[v] = L::load(bias + lane0 + v * L::kLanes);
-  for (int j = 0; j < columns; ++j) {
-    const auto x = L::set1(xh[j]);
-    const float* w = weights + size_t(j) * rows + lane0;
-    for (int v = 0; v < N; ++v) acc[v] = L::fma(x, L::load(w + v * L::kLanes), acc[v]);
+// One layer's gate rows for this step.
+struct GateProducts {
+  const float* weights;  // [inputs + H][rows]
+  const float* bias;     // [rows]
+  const float* input;    // [inputs]: the sample, or the layer below's h
+  const float* h;        // [H]: this layer's h
+  int inputs, hidden, rows;
+  const float* scale;  // [rows] s and k of the fast gates (the inner s is in the weights), applied
+  const float* shift;  // in the accumulators; scale nullptr: the pre-activations are stored as they are
+};
+
+// z[lane0 ..) for N vectors: bias plus the columns' products, N rows of vectors computed at
+// once. The input's columns go into the first of K partial sums; h's column j into partial
+// j mod K, each in column order; the partials are added in order at the end. Then, with fast
+// gates, s (fast_tanh(z) + k), z already scaled by s.
+template <class L, int N, int K>
+void gate_vectors(const GateProducts& p, int lane0, float* z) {
+  typename L::V acc[K][N];
+  for (int v = 0; v < N; ++v) acc[0][v] = L::load(p.bias + lane0 + v * L::kLanes);
+  for (int q = 1; q < K; ++q)
+    for (int v = 0; v < N; ++v) acc[q][v] = L::set1(0.0f);
+  const float* w = p.weights + lane0;
+  for (int j = 0; j < p.inputs; ++j, w += p.rows) {
+    const auto x = L::set1(p.input[j]);
+    for (int v = 0; v < N; ++v) acc[0][v] = L::fma(x, L::load(w + v * L::kLanes), acc[0][v]);
   }
-  for (int v = 0; v < N; ++v) L::store(z + lane0 + v * L::kLanes, acc[v]);
+  for (int j = 0; j < p.hidden; j += K)
+    for (int q = 0; q < K && j + q < p.hidden; ++q, w += p.rows) {
+      const auto x = L::set1(p.h[j + q]);
+      for (int v = 0; v < N; ++v) acc[q][v] = L::fma(x, L::load(w + v * L::kLanes), acc[q][v]);
+    }
+  for (int v = 0; v < N; ++v) {
+    for (int q = 1; q < K; ++q) acc[0][v] = L::add(acc[0][v], acc[q][v]);
+    const int r = lane0 + v * L::kLanes;
+    if (p.scale) {
+      const auto s = L::load(p.scale + r);
+      acc[0][v] = L::mul(s, L::add(L::tanh(acc[0][v], true), L::load(p.shift + r)));
+    }
+    L::store(z + r, acc[0][v]);
+  }
 }
 
-// gate_vectors for n (1 ... N) vectors: the instance with n accumulators.
-template <class L, int N = kMostVectors>
-void gate_chunk(int n, const float* weights, const float* bias, const float* xh, int columns, int rows, int lane0,
-                float* z) {
+// gate_vectors for n (1 ... N) vectors: the instance with n rows of accumulators.
+template <class L, int K, int N = kMostAccumulators / K>
+void gate_chunk(int n, const GateProducts& p, int lane0, float* z) {
   if constexpr (N > 1)
-    if (n < N) return gate_chunk<L, N - 1>(n, weights, bias, xh, columns, rows, lane0, z);
-  gate_vectors<L, N>(weights, bias, xh, columns, rows, lane0, z);
+    if (n < N) return gate_chunk<L, K, N - 1>(n, p, lane0, z);
+  gate_vectors<L, N, K>(p, lane0, z);
 }
 
 }  // namespace
 
-template <class L>
-void Lstm::gate_products(const Layer& layer, float* z) const {
-  const int columns = layer.inputs + hidden_, vectors = rows_ / L::kLanes;
-  for (int v = 0; v < vectors; v += kMostVectors)
-    gate_chunk<L>(std::min(kMostVectors, vectors - v), layer.weights.data(), layer.bias.data(), layer.xh.data(),
-                  columns, rows_, v * L::kLanes, z);
-}
-
-template <class L>
+template <class L, class C>
 float Lstm::step(float x) {
-  const int h = hidden_;
   float* z = gates_.data();
   const float* input = &x;
   for (Layer& layer : layers_) {
-    std::copy(input, input + layer.inputs, layer.xh.begin());
-    gate_products<L>(layer, z);
-    if (fast_) {
-      // NAM's fast sigmoid for i, f, o and fast tanh for g, one pass: s (fast_tanh(s z) + k).
-      for (int r = 0; r < rows_; r += L::kLanes) {
-        const auto s = L::load(scale_.data() + r);
-        L::store(z + r, L::mul(s, L::add(L::tanh(L::mul(L::load(z + r), s), true), L::load(shift_.data() + r))));
-      }
-    } else {
-      std::copy(z + 2 * h, z + 3 * h, g_pre_.begin());
+    const GateProducts products{.weights = layer.weights.data(),
+                                .bias = layer.bias.data(),
+                                .input = input,
+                                .h = layer.h.data(),
+                                .inputs = layer.inputs,
+                                .hidden = hidden_,
+                                .rows = rows_,
+                                .scale = fast_ ? scale_.data() : nullptr,
+                                .shift = shift_.data()};
+    const int vectors = rows_ / L::kLanes;
+    const int chains = hidden_ <= kMostForTwoChains ? 2 : 1, most = kMostAccumulators / chains;
+    for (int v = 0; v < vectors; v += most) {
+      const int n = std::min(most, vectors - v);
+      if (chains == 2)
+        gate_chunk<L, 2>(n, products, v * L::kLanes, z);
+      else
+        gate_chunk<L, 1>(n, products, v * L::kLanes, z);
+    }
+    if (!fast_) {  // sigmoid for every row, then tanh for g's
+      for (int q = 0; q < groups_; ++q)
+        std::copy_n(z + q * kGroupRows + 2 * kGroup, kGroup, g_pre_.begin() + q * kGroup);
       L::sigmoid(z, rows_, false);
-      for (int k = 0; k < h; ++k) z[2 * h + k] = std::tanh(g_pre_[size_t(k)]);
+      for (int q = 0; q < groups_; ++q)
+        for (int k = 0; k < kGroup; k += C::kLanes)
+          C::store(z + q * kGroupRows + 2 * kGroup + k, C::tanh(C::load(g_pre_.data() + q * kGroup + k), false));
     }
-    // c = f c + i g, h = o tanh(c), a vector of units at a time (the last one partial).
-    float* c = layer.c.data();
-    float* hidden = layer.xh.data() + layer.inputs;
-    for (int k = 0; k < h; k += L::kLanes) {
-      const int n = std::min(L::kLanes, h - k);
-      const auto i = L::load_partial(z + k, n), f = L::load_partial(z + h + k, n),
-                 g = L::load_partial(z + 2 * h + k, n), o = L::load_partial(z + 3 * h + k, n);
-      const auto cell = L::add(L::mul(f, L::load_partial(c + k, n)), L::mul(i, g));
-      L::store_partial(c + k, cell, n);
-      L::store_partial(hidden + k, L::mul(o, L::tanh(cell, fast_)), n);
-    }
-    input = hidden;
+    // c = f c + i g, h = o tanh(c), eight units of a group at a time.
+    for (int q = 0; q < groups_; ++q)
+      for (int k = 0; k < kGroup; k += C::kLanes) {
+        const float* gate = z + q * kGroupRows + k;
+        float* c = layer.c.data() + q * kGroup + k;
+        const auto i = C::load(gate), f = C::load(gate + kGroup), g = C::load(gate + 2 * kGroup),
+                   o = C::load(gate + 3 * kGroup);
+        const auto cell = C::add(C::mul(f, C::load(c)), C::mul(i, g));
+        C::store(c, cell);
+        C::store(layer.h.data() + q * kGroup + k, C::mul(o, C::tanh(cell, fast_)));
+      }
+    input = layer.h.data();
   }
-  // The head: 8 interleaved partial sums in registers, then a fixed tree (short dependency
-  // chains). head_ and the last hidden state are padded with zeros to whole eights.
-  const float* last = layers_.back().xh.data() + layers_.back().inputs;
-  const float* w = head_.data();
-  float p0 = 0, p1 = 0, p2 = 0, p3 = 0, p4 = 0, p5 = 0, p6 = 0, p7 = 0;
-  for (int k = 0; k < h; k += 8) {
-    p0 = std::fma(w[k], last[k], p0), p1 = std::fma(w[k + 1], last[k + 1], p1);
-    p2 = std::fma(w[k + 2], last[k + 2], p2), p3 = std::fma(w[k + 3], last[k + 3], p3);
-    p4 = std::fma(w[k + 4], last[k + 4], p4), p5 = std::fma(w[k + 5], last[k + 5], p5);
-    p6 = std::fma(w[k + 6], last[k + 6], p6), p7 = std::fma(w[k + 7], last[k + 7], p7);
-  }
-  const float sum = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7));
+  // The head: 8 interleaved partial sums (a cell vector's lanes, or several), then a fixed tree.
+  // head_ and the last hidden state are whole groups of eight.
+  const float* last = layers_.back().h.data();
+  constexpr int kParts = kHeadParts / C::kLanes;
+  typename C::V part[kParts];
+  for (int v = 0; v < kParts; ++v) part[v] = C::set1(0.0f);
+  for (int k = 0; k < groups_ * kGroup; k += kHeadParts)
+    for (int v = 0; v < kParts; ++v)
+      part[v] = C::fma(C::load(head_.data() + k + v * C::kLanes), C::load(last + k + v * C::kLanes), part[v]);
+  alignas(kCacheLine) float p[kHeadParts];
+  for (int v = 0; v < kParts; ++v) C::store(p + v * C::kLanes, part[v]);
+  const float sum = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
   return head_bias_ + sum;
 }
 

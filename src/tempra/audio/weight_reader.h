@@ -22,7 +22,8 @@ class WeightReader {
     return weights_[at_++];
   }
   // n values in order, then zeros up to `padded` (>= n; default n).
-  void vector(int n, std::vector<float>& out, int padded = 0) {
+  template <class Vector>  // std::vector<float> or AlignedVector<float>
+  void vector(int n, Vector& out, int padded = 0) {
     out.assign(size_t(std::max(n, padded)), 0.0f);
     for (int i = 0; i < n; ++i) out[size_t(i)] = next();
   }
