@@ -2,13 +2,15 @@
 # bench/run_amp.sh: tempra's NAM models against NAM's own core, native and WebAssembly, on the
 # same profiles (bench/amp_bench.cpp writes them), one thread, for docs/BENCHMARK.md.
 #
-# Usage: [BUILD=build/release] [NAM_CORE_DIR=path/to/NeuralAmpModelerCore] [AUDIO_SECONDS=10]
-#        [BLOCK=64] [REPS=5] bench/run_amp.sh
+# Usage: [BUILD=build/release] [NAM_CORE_DIR=path/to/NeuralAmpModelerCore] [NAM_MARCH=native]
+#        [AUDIO_SECONDS=10] [BLOCK=64] [REPS=5] bench/run_amp.sh
+# (BUILD=build/avx2 NAM_MARCH=haswell compares the AVX2 arms on an AVX-512 machine: a development
+# figure; the record keeps real AVX2 hardware when a machine has it.)
 # - tempra: bench/amp_bench (configure with -DTEMPRA_BUILD_BENCH=ON), median real-time factor.
 # - NAM native: NAM_CORE_DIR is a NeuralAmpModelerCore checkout (its source is public; it is
 #   never part of this repository): bench/nam_core_driver.cpp is compiled against it once with
-#   g++ -O3 and this build's -march, Debian's Eigen (libeigen3-dev) and nlohmann-json, into
-#   $BUILD/namcore. Skipped with a note when NAM_CORE_DIR is unset.
+#   g++ -O3 -march=$NAM_MARCH (native unless set), Debian's Eigen (libeigen3-dev) and
+#   nlohmann-json, into $BUILD/namcore. Skipped with a note when NAM_CORE_DIR is unset.
 # - NAM WebAssembly: @opendaw/nam-wasm from the oracle (tools/oracle/install.sh) under node.
 # Each column is a median of REPS passes over AUDIO_SECONDS of audio in BLOCK-sample calls; the ratio
 # is tempra's RTF over NAM native's. Prints `uptime` first: the machine may be shared.
@@ -26,12 +28,13 @@ WASM=".oracle/node_modules/@opendaw/nam-wasm/dist"
 
 driver=""
 if [ -n "${NAM_CORE_DIR:-}" ]; then
-  driver="$BUILD/namcore/nam_core_driver"
+  march=${NAM_MARCH:-native}
+  driver="$BUILD/namcore/nam_core_driver-$march"
   if [ ! -x "$driver" ] || [ bench/nam_core_driver.cpp -nt "$driver" ]; then
     scripts/apt-install-missing.sh libeigen3-dev nlohmann-json3-dev
     mkdir -p "$BUILD/namcore"
-    echo "building NAM's core from $NAM_CORE_DIR (g++ -O3 -march=native)..." >&2
-    g++ -std=c++20 -O3 -march=native -DNDEBUG -I"$NAM_CORE_DIR" -I"$NAM_CORE_DIR/NAM" -I/usr/include/eigen3 \
+    echo "building NAM's core from $NAM_CORE_DIR (g++ -O3 -march=$march)..." >&2
+    g++ -std=c++20 -O3 -march="$march" -DNDEBUG -I"$NAM_CORE_DIR" -I"$NAM_CORE_DIR/NAM" -I/usr/include/eigen3 \
       -I/usr/include/nlohmann bench/nam_core_driver.cpp "$NAM_CORE_DIR"/NAM/*.cpp "$NAM_CORE_DIR"/NAM/wavenet/*.cpp \
       -o "$driver"
   fi
