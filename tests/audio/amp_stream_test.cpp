@@ -145,5 +145,28 @@ TEST(AmpStream, exact_and_fast_tanh_differ_by_nams_approximation_error_only) {
   EXPECT_LT(diff, 0.01 * peak);
 }
 
+TEST(AmpStream, an_lstm_with_exact_tanh_recovers_from_infinite_samples) {
+  // Exact sigmoid and tanh of an infinite pre-activation are finite, so NAM's LSTM (and tempra's)
+  // is finite again from the next sample. The missing units of a last group of eight (nano:
+  // H = 12) turn NaN for good; the head must not read them.
+  std::vector<float> x = testing::test_signal(2000);
+  x[100] = INFINITY;
+  x[300] = -INFINITY;
+  int lstms = 0;
+  for (const auto& [name, file] : testing::profile_zoo()) {
+    if (!std::holds_alternative<LstmConfig>(file.config)) continue;
+    ++lstms;
+    for (const Backend backend : {Backend::scalar, Backend::native}) {
+      SCOPED_TRACE(name + (backend == Backend::scalar ? " scalar" : " native"));
+      const auto model = make_amp_model(file, {.fast_tanh = false, .backend = backend});
+      const std::vector<float> y = run(*model, x, {64});
+      int not_finite = 0;
+      for (size_t i = 301; i < y.size(); ++i) not_finite += !std::isfinite(y[i]);
+      EXPECT_EQ(not_finite, 0);
+    }
+  }
+  EXPECT_GE(lstms, 4);
+}
+
 }  // namespace
 }  // namespace tempra::audio

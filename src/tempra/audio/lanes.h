@@ -1,10 +1,11 @@
 // tempra/audio/lanes.h: the two widths the audio models compute in (internal to src/tempra/audio).
 //
 // The models are written once against a lane type L: L::V, L::kLanes, load/store/set1/fma/add/
-// mul, partial loads and stores, tanh, and row activations over a whole number of lanes. ScalarLanes is one float wide,
-// the readable specification (AmpOptions::backend = scalar); NativeLanes is the native backend's vector of the arm this
-// build targets (backend/native/simd.h: 16 lanes on AVX-512, 8 on AVX2, 4 on NEON), defined where the build has that
-// arm (TEMPRA_AUDIO_NATIVE).
+// mul, tanh, and row activations over a whole number of lanes. ScalarLanes is one float wide, the
+// readable specification (AmpOptions::backend = scalar); NativeLanes is the native backend's
+// vector of the arm this build targets (backend/native/simd.h: 16 lanes on AVX-512, 8 on AVX2, 4
+// on NEON), defined where the build has that arm (TEMPRA_AUDIO_NATIVE). The LSTM's cell update
+// runs in NativeCellLanes: 8 lanes on AVX-512 (half a vector), NativeLanes elsewhere.
 #pragma once
 
 #include <cmath>
@@ -31,9 +32,6 @@ struct ScalarLanes {
   static V fma(V a, V b, V c) { return std::fma(a, b, c); }
   static V add(V a, V b) { return a + b; }
   static V mul(V a, V b) { return a * b; }
-  // The first n lanes (1 <= n <= kLanes); one lane is always whole.
-  static V load_partial(const float* p, int) { return *p; }
-  static void store_partial(float* p, V v, int) { *p = v; }
   // NAM's fast tanh, or the C library's tanh.
   static V tanh(V x, bool fast) { return fast ? fast_tanh(x) : std::tanh(x); }
   static void activate(Activation activation, float* x, int n) { apply_activation(activation, x, n); }
@@ -67,8 +65,6 @@ struct NativeLanes {
   static V mul(V a, V b) { return native::simd::mul(a, b); }
   static V div(V a, V b) { return native::simd::div(a, b); }
   static V abs(V a) { return native::simd::abs(a); }
-  static V load_partial(const float* p, int n) { return native::simd::load_partial(p, n); }
-  static void store_partial(float* p, V v, int n) { native::simd::store_partial(p, v, n); }
   // NAM's fast tanh, or the native backend's tanh (within ~1e-6 relative of the C library's).
   static V tanh(V x, bool fast) { return fast ? fast_tanh(x) : native::tanh(x); }
 
@@ -110,6 +106,9 @@ struct NativeLanes {
 // store-to-load forwarding that the next step's gate products read h through); on AVX2 and NEON
 // it is the arm's own vectors.
 #if TEMPRA_SIMD_AVX512
+#ifndef __FMA__
+#error "the AVX-512 arm's 8-lane cell vectors use FMA (every AVX-512 -march has it)"
+#endif
 struct NativeCellLanes {
   using V = __m256;
   static constexpr int kLanes = 8;

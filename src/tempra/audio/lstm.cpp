@@ -13,10 +13,10 @@ namespace {
 constexpr int kGroup = 8;  // units per group: the cell update's width
 constexpr int kGroupRows = 4 * kGroup;
 constexpr int kHeadParts = 8;  // the head's partial sums
-// Accumulators live at once (vectors times partial sums). On AVX2 that is all 16 registers and
-// the compiler spills a little, still faster than a second pass that broadcasts every column
-// again (measured on the avx2 build: the standard LSTM 231 -> 243 times real time against a
-// budget of 12); AVX-512 and NEON have 32 registers.
+// Accumulators live at once (vectors times partial sums). On AVX2 that is all 16 registers: the
+// feather and nano LSTMs (8 vectors, two partial sums) run in one pass and the compiler spills a
+// little, still faster than a second pass that broadcasts every column again (measured on the
+// avx2 build against a budget of 12: +3-4%). AVX-512 and NEON have 32 registers.
 constexpr int kMostAccumulators = 16;
 // Up to this H the rows sum h's columns in two partial sums (even and odd columns): a small
 // model's step is one long chain of dependent operations, and the gate products' chain of H
@@ -199,17 +199,21 @@ float Lstm::step(float x) {
       }
     input = layer.h.data();
   }
-  // The head: 8 interleaved partial sums (a cell vector's lanes, or several), then a fixed tree.
-  // head_ and the last hidden state are whole groups of eight.
+  // The head: 8 interleaved partial sums (a cell vector's lanes, or several) over the whole
+  // eights of units, then the rest one at a time (never the missing units: after an infinite
+  // input their state is NaN for good, and 0 NaN is NaN), then a fixed tree.
+  static_assert(kHeadParts % C::kLanes == 0 && kGroup % kHeadParts == 0);
   const float* last = layers_.back().h.data();
   constexpr int kParts = kHeadParts / C::kLanes;
   typename C::V part[kParts];
   for (int v = 0; v < kParts; ++v) part[v] = C::set1(0.0f);
-  for (int k = 0; k < groups_ * kGroup; k += kHeadParts)
+  const int whole = hidden_ / kHeadParts * kHeadParts;
+  for (int k = 0; k < whole; k += kHeadParts)
     for (int v = 0; v < kParts; ++v)
       part[v] = C::fma(C::load(head_.data() + k + v * C::kLanes), C::load(last + k + v * C::kLanes), part[v]);
-  alignas(kCacheLine) float p[kHeadParts];
+  alignas(kBufferAlignment) float p[kHeadParts];
   for (int v = 0; v < kParts; ++v) C::store(p + v * C::kLanes, part[v]);
+  for (int k = whole; k < hidden_; ++k) p[k - whole] = std::fma(head_[size_t(k)], last[k], p[k - whole]);
   const float sum = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
   return head_bias_ + sum;
 }

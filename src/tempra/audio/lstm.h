@@ -13,7 +13,8 @@
 // reads a group's four gates as four runs of eight at fixed offsets (on AVX-512, the halves of two
 // vectors: no load straddles two stores). H = 24 is 3 groups, 96 rows: 6 AVX-512 vectors of
 // accumulators, all live at once over the columns. A last group's missing units have zero weights
-// and bias; their h is exactly 0 for finite input (gates 1/2, g = 0) and no column reads it. Each
+// and bias, and neither a column nor the head reads them (their h is 0 for finite input, NaN for
+// good after an infinite one). Each
 // row is its bias plus the columns' products in column order; up to H = 16 h's columns go
 // alternately into two partial sums, added at the end (a small model's step is one chain of
 // dependent operations, and this halves its longest link). The order depends on H alone, never on
@@ -21,7 +22,8 @@
 // gates' nonlinearities are applied in the accumulators, s (fast_tanh(s z) + k), with s = 1/2 and
 // k = 1 for i, f and o (NAM's fast sigmoid) and s = 1, k = -0 for g (fast_tanh itself: x + -0 is
 // x for every x, -0 included); the inner s is folded into the rows' weights and bias once, which
-// is exact (a power of two) and takes a multiplication off the step's chain. The head is a dot product in 8
+// is exact short of subnormal values (a power of two) and takes a multiplication off the step's
+// chain. The head is a dot product in 8
 // interleaved partial sums (the same order on both backends). A reset returns every layer to the
 // file's initial h and c.
 #pragma once
