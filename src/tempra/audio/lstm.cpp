@@ -29,6 +29,11 @@ int grouped_row(int gate, int u) {
   return u / kGroup * kGroupRows + gate * kGroup + u % kGroup;
 }
 
+// The gate (0 i, 1 f, 2 g, 3 o) a row of the grouped layout belongs to.
+int gate_of_row(int row) {
+  return row % kGroupRows / kGroup;
+}
+
 }  // namespace
 
 Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::optional<double> sample_rate,
@@ -54,7 +59,7 @@ Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::option
     for (int r = 0; r < 4 * h; ++r) layer.bias[size_t(grouped_row(r / h, r % h))] = read.next();
     if (fast_)  // the fast sigmoid's inner 1/2 (lstm.h), exact
       for (int r = 0; r < rows_; ++r)
-        if (r % kGroupRows / kGroup != 2) {
+        if (gate_of_row(r) != 2) {
           layer.bias[size_t(r)] *= 0.5f;
           for (int j = 0; j < columns; ++j) layer.weights[size_t(j) * rows_ + r] *= 0.5f;
         }
@@ -70,10 +75,8 @@ Lstm::Lstm(const LstmConfig& config, std::span<const float> weights, std::option
   g_pre_.assign(size_t(groups_ * kGroup), 0.0f);
   scale_.assign(size_t(rows_), 0.5f);
   shift_.assign(size_t(rows_), 1.0f);
-  for (int u = 0; u < groups_ * kGroup; ++u) {  // g: fast_tanh itself
-    scale_[size_t(grouped_row(2, u))] = 1.0f;
-    shift_[size_t(grouped_row(2, u))] = -0.0f;
-  }
+  for (int r = 0; r < rows_; ++r)
+    if (gate_of_row(r) == 2) scale_[size_t(r)] = 1.0f, shift_[size_t(r)] = -0.0f;  // g: fast_tanh itself
   clear_state();
 }
 

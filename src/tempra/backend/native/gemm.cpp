@@ -285,7 +285,7 @@ void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
     const int64_t strips = (nc + kNr - 1) / kNr;
     // Split the panel's strips into column groups so that small-m products still give every
     // thread work; each task re-packs its a block, which costs 1/group_strips of its compute.
-    const int64_t groups = std::clamp<int64_t>(2 * pool.size() / row_blocks, 1, std::max<int64_t>(1, strips / 8));
+    const int64_t groups = std::clamp<int64_t>(2 * threads / row_blocks, 1, std::max<int64_t>(1, strips / 8));
     const int64_t strips_per_group = (strips + groups - 1) / groups;
     for (int64_t p0 = 0; p0 < k; p0 += Kc) {
       const int64_t kc = std::min(Kc, k - p0);
