@@ -148,7 +148,18 @@ void init_llama() {
   llama_log_set([](ggml_log_level level, const char* text, void*) {
     if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
   }, nullptr);
-  ggml_backend_load_all_from_path(TEMPRA_ORACLE_BINS);
+  // LLAMA_CPU_VARIANT=haswell (say) loads that one CPU variant of the oracle's libraries instead
+  // of the best one for this CPU: llama.cpp's AVX2 arm on an AVX-512 machine, beside tempra's avx2
+  // build.
+  if (const char* variant = std::getenv("LLAMA_CPU_VARIANT"); variant != nullptr && *variant != '\0') {
+    const std::string path = std::string(TEMPRA_ORACLE_BINS) + "/libggml-cpu-" + variant + ".so";
+    if (ggml_backend_load(path.c_str()) == nullptr) {
+      std::fprintf(stderr, "qwen3_bench: cannot load %s (LLAMA_CPU_VARIANT)\n", path.c_str());
+      std::exit(2);
+    }
+  } else {
+    ggml_backend_load_all_from_path(TEMPRA_ORACLE_BINS);
+  }
   llama_backend_init();
 }
 

@@ -15,6 +15,9 @@
 #   repeated) through both tokenizers, the Q8_0 model's (real Qwen3) vocab.
 # Models are synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
 # real tokenizer) into MODELS and reused; each is 0.4 to 1.5 GB.
+# LLAMA_CPU_VARIANT=haswell (any libggml-cpu-*.so name of the oracle) makes llama.cpp run that
+# CPU variant rather than the best for this CPU: with BUILD=build/avx2 it compares the AVX2 arms
+# on an AVX-512 machine (a development figure; the record keeps real AVX2 hardware apart).
 # Prints `uptime` before each figure: the machine may be shared, and load moves timings.
 set -euo pipefail
 
@@ -47,7 +50,8 @@ model() {  # model TYPE: the path of the 0.6B model of that type, synthesized if
   echo "$path"
 }
 
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-);" \
+     "llama.cpp CPU variant: ${LLAMA_CPU_VARIANT:-the best for this CPU}"
 for w in $WHAT; do
   case $w in
     speed)

@@ -255,19 +255,25 @@ bool cpu_has_avx2() {
 // quantize_rows_x86.cpp: the partners' encoders.
 void quantize_row_q8_0_avx2(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx2(const float* x, void* out, int64_t k);
+// quant_gemm_avx2.cpp: sets the integer GEMMs of the dots above.
+void add_avx2_gemms(HotFormatDots& dots);
 
 // This arm's dots, or none when the CPU lacks AVX2 (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx2() {
   static const bool available = cpu_has_avx2();
   if (!available) return {};
-  static const auto table = hot_format_dots({.q8_0 = &dot_q8_0,
-                                      .q4_0 = &dot_q4_0,
-                                      .q4_k = &dot_q4_k,
-                                      .q5_k = &dot_q5_k,
-                                      .q6_k = &dot_q6_k,
-                                      .tq2_0 = &dot_tq2_0,
-                                      .q8_0_rows = &quantize_row_q8_0_avx2,
-                                      .q8_k_rows = &quantize_row_q8_k_avx2});
+  static const auto table = [] {
+    HotFormatDots dots{.q8_0 = &dot_q8_0,
+                       .q4_0 = &dot_q4_0,
+                       .q4_k = &dot_q4_k,
+                       .q5_k = &dot_q5_k,
+                       .q6_k = &dot_q6_k,
+                       .tq2_0 = &dot_tq2_0,
+                       .q8_0_rows = &quantize_row_q8_0_avx2,
+                       .q8_k_rows = &quantize_row_q8_k_avx2};
+    add_avx2_gemms(dots);
+    return hot_format_dots(dots);
+  }();
   return table;
 }
 

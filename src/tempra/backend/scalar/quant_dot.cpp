@@ -324,8 +324,10 @@ std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
 }
 
 #if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
+#if TEMPRA_QUANT_AVX512
 std::span<const QuantDot> quant_dots_avx512();  // backend/native/quant_dot_avx512.cpp
-std::span<const QuantDot> quant_dots_avx2();    // backend/native/quant_dot_avx2.cpp
+#endif
+std::span<const QuantDot> quant_dots_avx2();  // backend/native/quant_dot_avx2.cpp
 #elif TEMPRA_NATIVE_QUANT_DOT && defined(__aarch64__)
 std::span<const QuantDot> quant_dots_neon();  // backend/native/quant_dot_neon.cpp
 #endif
@@ -335,8 +337,10 @@ std::span<const QuantDotArm> quant_dot_arms() {
     std::vector<QuantDotArm> found;
 #if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
     // Each returns no dots when the CPU lacks its instructions.
-    for (const QuantDotArm& arm : {QuantDotArm{"avx512vnni", quant_dots_avx512()}, QuantDotArm{"avx2", quant_dots_avx2()}})
-      if (!arm.dots.empty()) found.push_back(arm);
+#if TEMPRA_QUANT_AVX512
+    if (const auto dots = quant_dots_avx512(); !dots.empty()) found.push_back({"avx512vnni", dots});
+#endif
+    if (const auto dots = quant_dots_avx2(); !dots.empty()) found.push_back({"avx2", dots});
 #elif TEMPRA_NATIVE_QUANT_DOT && defined(__aarch64__)
     found.push_back({"neon", quant_dots_neon()});
 #endif

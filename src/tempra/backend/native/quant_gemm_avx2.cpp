@@ -1,0 +1,517 @@
+// tempra/backend/native/quant_gemm_avx2.cpp: the AVX2 integer GEMMs behind QuantDot::gemm
+// (prompts, verify passes) on CPUs without AVX-512 VNNI: Q8_0 and Q4_0 weights against Q8_0
+// activations, Q4_K, Q5_K and Q6_K against Q8_K.
+//
+// The same contract as the VNNI GEMMs (quant_gemm_avx512.cpp): every output is exactly the float
+// the AVX2 dot (quant_dot_avx2.cpp) and the scalar spec return, the same exact integer sums then
+// the same float operations in the same order, block after block. Weights are packed per call,
+// one task's 16 columns at a time, as two groups of 8 columns, each column in one int32 lane of a
+// ymm; a micro-tile is R activation rows x those 16 columns, and the activations stream past the
+// packed panel (L1/L2) row tile after row tile.
+//
+// AVX2 has no vpdpbusd, so each format takes the multiply that stays exact for any block bytes:
+//
+// - Q4_0 (vpmaddubsw): a block is 8 quads (4 consecutive elements) of unsigned codes 0..15 per
+//   column, the activation quad broadcast as signed bytes. vpmaddubsw's pairs are within
+//   2 * 15 * 128, so the 8 quads of a block add up in int16 (within 8 * 3840 < 2^15) before one
+//   vpmaddwd by ones widens them; the accumulator then adds -8 * sum(a) (tabled per row and
+//   block), since the value of code c is c - 8.
+// - Q8_0 (vpmaddwd): any int8 times any int8 saturates vpmaddubsw's pairs (-128 included), so the
+//   weights are packed as int16 pairs of consecutive elements and the activation rows widened to
+//   int16 once per call; each vpmaddwd adds a pair's two products into the column's int32 sum.
+// - K-quants (vpmaddwd): the VNNI GEMM's layout and sums, pair 8p + l of a column holding its
+//   elements 16p + l and 16p + 8 + l as code x sub-block scale in int16, so each int32 lane sum of
+//   the scalar dot (lane = element index mod 8) is exact; the mins term is the same small dot of
+//   the Q8_K block sums against the sub-block mins.
+//
+// Compiled with -ffp-contract=off, so nothing fuses; the functions opt in to AVX2 with a target
+// attribute and quant_dot_avx2.cpp lists them only after its CPUID check.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/scratch.h"
+#include "tempra/backend/quant_dot.h"
+#include "tempra/backend/scalar/k_quant_lanes.h"
+#include "tempra/core/half.h"
+#include "tempra/core/thread_pool.h"
+#include "tempra/quant/blocks.h"
+
+namespace tempra::native {
+namespace {
+
+using namespace tempra::quant;
+
+#define TEMPRA_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+constexpr int kLanes = 8;   // columns per group: one ymm of int32 / f32
+constexpr int kGroups = 2;  // groups per micro-tile and per task
+constexpr int kTaskCols = kLanes * kGroups;
+constexpr int kQuads = kBlock32 / 4;
+constexpr int kPairs = kBlock32 / 2;
+
+// v[i] = int32 j of each input i  <->  int32 i of each v[j]: the 8 x 8 transpose.
+TEMPRA_AVX2 inline void transpose8(__m256i v[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+    v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+  }
+}
+
+TEMPRA_AVX2 inline __m256i load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+// Which of a task's (at most 16) columns are real: lane l of group g stores when 8 g + l < cols.
+TEMPRA_AVX2 inline __m256i store_mask(int cols, int group) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - kLanes * group), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// ---- Q8_0 and Q4_0 ----
+
+enum class Weights { q8_0, q4_0 };
+
+template <Weights W>
+using Block = std::conditional_t<W == Weights::q8_0, BlockQ8_0, BlockQ4_0>;
+
+// One block of one 8-column group as its micro-kernel reads it: Q4_0 as 8 quads of codes, Q8_0
+// as 16 pairs of int16 values, then the columns' scales.
+template <Weights W>
+struct alignas(32) PackedBlock;
+template <>
+struct alignas(32) PackedBlock<Weights::q4_0> {
+  uint8_t quads[kQuads][kLanes][4];  // quad q of column c: codes of elements 4q .. 4q + 3
+  float scale[kLanes];
+};
+template <>
+struct alignas(32) PackedBlock<Weights::q8_0> {
+  int16_t pairs[kPairs][kLanes][2];  // pair p of column c: elements 2p, 2p + 1
+  float scale[kLanes];
+};
+
+// Packs columns j0 .. j0 + cols - 1 (cols <= 8; the last is repeated to fill the group) of the
+// weight rows, every block: each column's block unpacked into a vector per quad or pair row,
+// eight columns transposed at once.
+template <Weights W>
+TEMPRA_AVX2 void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock<W>* out) {
+  const Block<W>* column[kLanes];
+  for (int c = 0; c < kLanes; ++c)
+    column[c] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(c, cols - 1)) * w_row);
+  for (int64_t b = 0; b < blocks; ++b) {
+    PackedBlock<W>& p = out[b];
+    for (int c = 0; c < kLanes; ++c) p.scale[c] = _cvtsh_ss(column[c][b].d.bits);
+    if constexpr (W == Weights::q4_0) {
+      // Elements 0..15 are the low nibbles of qs[0..15], 16..31 the high ones: 32 codes in order,
+      // whose int32 q is quad q.
+      __m256i v[kLanes];
+      const __m128i nibble = _mm_set1_epi8(0x0F);
+      for (int c = 0; c < kLanes; ++c) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(column[c][b].qs));
+        v[c] = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), _mm_and_si128(packed, nibble));
+      }
+      transpose8(v);
+      for (int q = 0; q < kQuads; ++q) _mm256_store_si256(reinterpret_cast<__m256i*>(p.quads[q]), v[q]);
+    } else {
+      // Two passes of 16 elements: int32 i of a widened half is pair i of that half.
+      for (int half = 0; half < 2; ++half) {
+        __m256i v[kLanes];
+        for (int c = 0; c < kLanes; ++c)
+          v[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column[c][b].qs + 16 * half)));
+        transpose8(v);
+        for (int i = 0; i < kLanes; ++i) _mm256_store_si256(reinterpret_cast<__m256i*>(p.pairs[8 * half + i]), v[i]);
+      }
+    }
+  }
+}
+
+// Per row and block of the activations: the scale as f32 and, for Q4_0, -8 * sum(a) (the
+// accumulator's start); for Q8_0 the row widened to int16 (pairs read as int32 broadcasts).
+struct RowTables {
+  float* scale;
+  int32_t* start;  // Q4_0
+  int16_t* wide;   // Q8_0: k int16 per row
+};
+
+template <Weights W>
+TEMPRA_AVX2 RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool) {
+  const size_t wide_floats = W == Weights::q8_0 ? size_t(m * nb * kBlock32) / 2 : 0;
+  float* tables = thread_scratch(0).floats(size_t(2 * m * nb) + wide_floats);
+  const RowTables t{tables, reinterpret_cast<int32_t*>(tables + m * nb),
+                    reinterpret_cast<int16_t*>(tables + 2 * m * nb)};
+  pool.parallel_for(m, 1 + 512 / (nb + 1), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const auto* row = reinterpret_cast<const BlockQ8_0*>(ap) + i * nb;
+      for (int64_t b = 0; b < nb; ++b) {
+        t.scale[i * nb + b] = _cvtsh_ss(row[b].d.bits);
+        if constexpr (W == Weights::q4_0) {
+          int sum = 0;
+          for (int e = 0; e < kBlock32; ++e) sum += row[b].qs[e];
+          t.start[i * nb + b] = -8 * sum;
+        } else {
+          int16_t* out = t.wide + (i * nb + b) * kBlock32;
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                              _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b].qs))));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16),
+                              _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[b].qs + 16))));
+        }
+      }
+    }
+  });
+  return t;
+}
+
+TEMPRA_AVX2 inline __m256i broadcast32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// R rows x the two groups, every block: the exact int32 sum of each block, then the dot's float
+// step (Q8_0: acc += float(s) * (d_w * d_a); Q4_0: acc += float(s) * d_w * d_a, left to right).
+template <int R, Weights W>
+TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, int64_t nb, int64_t first_row,
+                            const PackedBlock<W>* g0, const PackedBlock<W>* g1, float* c, int64_t ldc, int cols) {
+  __m256 acc[R][kGroups];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i s[R][kGroups];
+    if constexpr (W == Weights::q4_0) {
+      __m256i pairs[R][kGroups];
+      for (int r = 0; r < R; ++r) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
+      for (int q = 0; q < kQuads; ++q) {
+        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].quads[q]));
+        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].quads[q]));
+        for (int r = 0; r < R; ++r) {
+          const __m256i av = broadcast32(a_rows[r] + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs) + 4 * q);
+          pairs[r][0] = _mm256_add_epi16(pairs[r][0], _mm256_maddubs_epi16(w0, av));
+          pairs[r][1] = _mm256_add_epi16(pairs[r][1], _mm256_maddubs_epi16(w1, av));
+        }
+      }
+      const __m256i ones = _mm256_set1_epi16(1);
+      for (int r = 0; r < R; ++r) {
+        const __m256i start = _mm256_set1_epi32(t.start[(first_row + r) * nb + b]);
+        s[r][0] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[r][0], ones));
+        s[r][1] = _mm256_add_epi32(start, _mm256_madd_epi16(pairs[r][1], ones));
+      }
+    } else {
+      for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
+      for (int p = 0; p < kPairs; ++p) {
+        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].pairs[p]));
+        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].pairs[p]));
+        for (int r = 0; r < R; ++r) {
+          const __m256i av = broadcast32(t.wide + ((first_row + r) * nb + b) * kBlock32 + 2 * p);
+          s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(w0, av));
+          s[r][1] = _mm256_add_epi32(s[r][1], _mm256_madd_epi16(w1, av));
+        }
+      }
+    }
+    const __m256 d0 = _mm256_load_ps(g0[b].scale), d1 = _mm256_load_ps(g1[b].scale);
+    for (int r = 0; r < R; ++r) {
+      const __m256 da = _mm256_set1_ps(t.scale[(first_row + r) * nb + b]);
+      if constexpr (W == Weights::q8_0) {
+        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(_mm256_cvtepi32_ps(s[r][0]), _mm256_mul_ps(d0, da)));
+        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(_mm256_cvtepi32_ps(s[r][1]), _mm256_mul_ps(d1, da)));
+      } else {
+        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[r][0]), d0), da));
+        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[r][1]), d1), da));
+      }
+    }
+  }
+  const __m256i m0 = store_mask(cols, 0), m1 = store_mask(cols, 1);
+  for (int r = 0; r < R; ++r) {
+    _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
+    _mm256_maskstore_ps(c + r * ldc + kLanes, m1, acc[r][1]);
+  }
+}
+
+constexpr int kTileRows = 3;  // rows per micro-tile: 2 x 3 int32 sums, 2 x 3 f32 sums, 2 weight vectors
+
+template <Weights W>
+TEMPRA_AVX2 void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                      ThreadPool& pool) {
+  const int64_t nb = k / kBlock32;
+  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const RowTables t = row_tables<W>(ap, m, nb, pool);
+  const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
+  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
+    auto* packed = reinterpret_cast<PackedBlock<W>*>(
+        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(PackedBlock<W>) / sizeof(float)));
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t j0 = task * kTaskCols;
+      const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
+      PackedBlock<W>* g0 = packed;
+      PackedBlock<W>* g1 = packed + nb;
+      pack_group<W>(wp, w_row, j0, std::min(cols, kLanes), nb, g0);
+      if (cols > kLanes)
+        pack_group<W>(wp, w_row, j0 + kLanes, cols - kLanes, nb, g1);
+      else
+        g1 = g0;  // computed, never stored
+      for (int64_t i0 = 0; i0 < m; i0 += kTileRows) {
+        const int rows = int(std::min<int64_t>(kTileRows, m - i0));
+        const uint8_t* a_rows[kTileRows];
+        for (int r = 0; r < rows; ++r) a_rows[r] = ap + size_t(i0 + r) * a_row;
+        float* ct = c + i0 * ldc + j0;
+        if (rows == 1)
+          micro_tile<1, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, cols);
+        else if (rows == 2)
+          micro_tile<2, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, cols);
+        else
+          micro_tile<kTileRows, W>(a_rows, t, nb, i0, g0, g1, ct, ldc, cols);
+      }
+    }
+  });
+}
+
+// ---- K-quants ----
+//
+// The scalar dot keeps eight integer lane sums per super-block, lane l adding every element
+// e = l mod 8 times its sub-block's scale. Element quad (l, t) of a column is its four lane-l
+// elements of sub-block t (32 t + l, + 8, + 16, + 24), as signed codes (Q4_K/Q5_K: 0..31; Q6_K:
+// code - 32); the activation's quad is the same four elements as unsigned a + 128. vpmaddubsw
+// takes them in two pairs (each within 2 * 255 * 32 < 2^15), vpmaddwd multiplies the pairs by
+// their scales (Q4_K/Q5_K: s_t twice; Q6_K: its two scales of 16) into int32, and lane l's
+// accumulator adds the eight sub-blocks' terms. The + 128 added 128 * sum(scale * code) over the
+// lane, a term of the weights alone: the accumulator starts at minus that, tabled when packing.
+
+// One super-block of one 8-column group.
+struct alignas(32) PackedSuperBlock {
+  int8_t quads[8 * 8][kLanes][4];  // quad 8 l + t of column c: its lane-l codes of sub-block t
+  int32_t scales[8][kLanes];       // sub-block t's scales as an int16 pair
+  int32_t start[8][kLanes];        // lane l: -128 * sum(scale * code) over the lane
+  int32_t mins[8][kLanes];         // (min_i, min_i) as int16 (Q4_K, Q5_K)
+  float d[kLanes], dmin[kLanes];
+};
+
+enum class KWeights { q4_k, q5_k, q6_k };
+
+template <KWeights W>
+using KBlock =
+    std::conditional_t<W == KWeights::q4_k, BlockQ4_K, std::conditional_t<W == KWeights::q5_k, BlockQ5_K, BlockQ6_K>>;
+
+// 32 bytes of one sub-block (elements 0..31) as eight quads: int32 l = elements l, l + 8, l + 16,
+// l + 24.
+TEMPRA_AVX2 inline __m256i lane_quads(__m256i x) {
+  const __m256i pairs = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(x86::lane_pairs_order_128()));
+  const __m128i low = _mm256_castsi256_si128(pairs), high = _mm256_extracti128_si256(pairs, 1);
+  return _mm256_set_m128i(_mm_unpackhi_epi16(low, high), _mm_unpacklo_epi16(low, high));
+}
+
+// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as signed codes, and its
+// scales as the int16 pair of vpmaddwd (the first applies to elements 32 t .. 32 t + 15).
+template <KWeights W>
+TEMPRA_AVX2 inline __m256i signed_codes(const KBlock<W>& x, int t, const int16_t* scales, int32_t& scale_pair) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  if constexpr (W == KWeights::q6_k) {
+    const int half = t / 4, quarter = t % 4;
+    const __m256i ql = load256(x.ql + 64 * half + 32 * (quarter % 2));
+    const __m256i qh = load256(x.qh + 32 * half);
+    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), nibble);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), _mm256_set1_epi8(3));
+    scale_pair =
+        int32_t(uint16_t(int16_t(x.scales[2 * t]))) | int32_t(uint32_t(uint16_t(int16_t(x.scales[2 * t + 1]))) << 16);
+    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+  } else {
+    const __m256i q = load256(x.qs + 32 * (t / 2));
+    __m256i codes = _mm256_and_si256(t % 2 ? _mm256_srli_epi16(q, 4) : q, nibble);
+    if constexpr (W == KWeights::q5_k) {
+      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(x.qh), t), _mm256_set1_epi8(1));
+      codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
+    }
+    scale_pair = int32_t(uint16_t(scales[t])) * 0x10001;
+    return codes;
+  }
+}
+
+// Packs columns j0 .. j0 + cols - 1 (the last repeated to fill the group), every super-block:
+// each column's quads of sub-block t, then eight columns transposed at once.
+template <KWeights W>
+TEMPRA_AVX2 void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks,
+                              PackedSuperBlock* out) {
+  const KBlock<W>* column[kLanes];
+  for (int c = 0; c < kLanes; ++c)
+    column[c] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(c, cols - 1)) * w_row);
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < blocks; ++b) {
+    PackedSuperBlock& p = out[b];
+    int16_t scales[kLanes][8] = {};
+    for (int c = 0; c < kLanes; ++c) {
+      const KBlock<W>& x = column[c][b];
+      if constexpr (W != KWeights::q6_k) {
+        int16_t mins[8];
+        detail::unpack_scales_mins_k4(x.scales, scales[c], mins);
+        p.dmin[c] = _cvtsh_ss(x.dmin.bits);
+        for (int i = 0; i < 8; ++i) p.mins[i][c] = int32_t(uint16_t(mins[i])) * 0x10001;
+      }
+      p.d[c] = _cvtsh_ss(x.d.bits);
+    }
+    __m256i start[kLanes];  // column c's lane starts
+    for (int c = 0; c < kLanes; ++c) start[c] = _mm256_setzero_si256();
+    for (int t = 0; t < 8; ++t) {
+      __m256i v[kLanes];
+      for (int c = 0; c < kLanes; ++c) {
+        int32_t pair;
+        v[c] = lane_quads(signed_codes<W>(column[c][b], t, scales[c], pair));
+        p.scales[t][c] = pair;
+        const __m256i code_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v[c]), _mm256_set1_epi32(pair));
+        start[c] = _mm256_sub_epi32(start[c], _mm256_slli_epi32(code_sums, 7));
+      }
+      transpose8(v);
+      for (int l = 0; l < kLanes; ++l) _mm256_store_si256(reinterpret_cast<__m256i*>(p.quads[8 * l + t]), v[l]);
+    }
+    transpose8(start);
+    for (int l = 0; l < kLanes; ++l) _mm256_store_si256(reinterpret_cast<__m256i*>(p.start[l]), start[l]);
+  }
+}
+
+// One activation row's super-blocks as unsigned quads (a + 128) in the weights' order: 64 int32
+// per super-block, quad 8 l + t.
+TEMPRA_AVX2 void pack_k_row(const BlockQ8_K* row, int64_t blocks, int32_t* out) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i v[8];
+    for (int t = 0; t < 8; ++t) v[t] = lane_quads(_mm256_xor_si256(load256(row[b].qs + 32 * t), flip));
+    transpose8(v);
+    for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * 64 + 8 * l), v[l]);
+  }
+}
+
+// R rows x the two groups, every super-block, lane after lane: R x 2 integer sums in registers;
+// the float sums, touched once per lane and super-block, wait in memory.
+template <int R, bool kMins>
+TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* const* a_rows, int64_t nb,
+                              const PackedSuperBlock* g0, const PackedSuperBlock* g1, float* c, int64_t ldc, int cols) {
+  const PackedSuperBlock* groups[kGroups] = {g0, g1};
+  alignas(32) float sums[R][kGroups][8][kLanes] = {}, total[R][kGroups][kLanes] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    const int32_t* quads[R];
+    for (int r = 0; r < R; ++r) quads[r] = a_quads[r] + b * 64;
+    for (int l = 0; l < 8; ++l) {
+      __m256i lane[R][kGroups];
+      const __m256i start0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].start[l]));
+      const __m256i start1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].start[l]));
+      for (int r = 0; r < R; ++r) {
+        lane[r][0] = start0;
+        lane[r][1] = start1;
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].quads[8 * l + t]));
+        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].quads[8 * l + t]));
+        const __m256i s0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].scales[t]));
+        const __m256i s1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].scales[t]));
+        for (int r = 0; r < R; ++r) {
+          const __m256i av = _mm256_set1_epi32(quads[r][8 * l + t]);
+          lane[r][0] = _mm256_add_epi32(lane[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w0), s0));
+          lane[r][1] = _mm256_add_epi32(lane[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w1), s1));
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int q = 0; q < kGroups; ++q) {
+          const __m256 d = _mm256_mul_ps(_mm256_load_ps(groups[q][b].d), _mm256_set1_ps(a_rows[r][b].d));
+          float* sum = sums[r][q][l];
+          _mm256_store_ps(sum, _mm256_add_ps(_mm256_load_ps(sum), _mm256_mul_ps(d, _mm256_cvtepi32_ps(lane[r][q]))));
+        }
+    }
+    if constexpr (kMins) {
+      for (int r = 0; r < R; ++r) {
+        const __m256 da = _mm256_set1_ps(a_rows[r][b].d);
+        int32_t bsum_pairs[8];
+        std::memcpy(bsum_pairs, a_rows[r][b].bsums, sizeof bsum_pairs);
+        for (int q = 0; q < kGroups; ++q) {
+          __m256i min_sum = _mm256_setzero_si256();
+          for (int j = 0; j < 8; ++j)
+            min_sum = _mm256_add_epi32(
+                min_sum, _mm256_madd_epi16(_mm256_set1_epi32(bsum_pairs[j]),
+                                           _mm256_load_si256(reinterpret_cast<const __m256i*>(groups[q][b].mins[j]))));
+          const __m256 term =
+              _mm256_mul_ps(_mm256_mul_ps(_mm256_load_ps(groups[q][b].dmin), da), _mm256_cvtepi32_ps(min_sum));
+          _mm256_store_ps(total[r][q], _mm256_sub_ps(_mm256_load_ps(total[r][q]), term));
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < kGroups; ++q) {
+      __m256 result = _mm256_load_ps(total[r][q]);
+      for (int l = 0; l < 8; ++l) result = _mm256_add_ps(result, _mm256_load_ps(sums[r][q][l]));
+      _mm256_maskstore_ps(c + r * ldc + q * kLanes, store_mask(cols, q), result);
+    }
+}
+
+template <KWeights W>
+TEMPRA_AVX2 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                        ThreadPool& pool) {
+  constexpr bool kMins = W != KWeights::q6_k;
+  constexpr int kRows = 4;
+  const int64_t nb = k / kSuperBlock;
+  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
+  const auto* rows = static_cast<const BlockQ8_K*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  // The activation rows as quads, on this thread's scratch (read by every task).
+  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
+  pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
+  });
+  const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
+  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
+    auto* packed = reinterpret_cast<PackedSuperBlock*>(
+        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(PackedSuperBlock) / sizeof(float)));
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t j0 = task * kTaskCols;
+      const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
+      PackedSuperBlock* g0 = packed;
+      PackedSuperBlock* g1 = packed + nb;
+      pack_k_group<W>(wp, w_row, j0, std::min(cols, kLanes), nb, g0);
+      if (cols > kLanes)
+        pack_k_group<W>(wp, w_row, j0 + kLanes, cols - kLanes, nb, g1);
+      else
+        g1 = g0;  // computed, never stored
+      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+        const int count = int(std::min<int64_t>(kRows, m - i0));
+        const int32_t* a_quads[kRows];
+        const BlockQ8_K* a_rows[kRows];
+        for (int r = 0; r < count; ++r) {
+          a_quads[r] = packed_a + (i0 + r) * nb * 64;
+          a_rows[r] = rows + (i0 + r) * nb;
+        }
+        float* ct = c + i0 * ldc + j0;
+        if (count == 1)
+          k_micro_tile<1, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
+        else if (count == 2)
+          k_micro_tile<2, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
+        else if (count == 3)
+          k_micro_tile<3, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
+        else
+          k_micro_tile<kRows, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void add_avx2_gemms(HotFormatDots& dots) {
+  dots.q8_0_gemm = &gemm<Weights::q8_0>;
+  dots.q4_0_gemm = &gemm<Weights::q4_0>;
+  dots.q4_k_gemm = &k_gemm<KWeights::q4_k>;
+  dots.q5_k_gemm = &k_gemm<KWeights::q5_k>;
+  dots.q6_k_gemm = &k_gemm<KWeights::q6_k>;
+}
+
+}  // namespace tempra::native
