@@ -7,6 +7,11 @@
 // weights, same partner-quantized activation row, same loop. Reports weight GB/s: decode reads
 // every weight once per token. 4096 x 4096 keeps the weights in the L3 (compute-bound rates);
 // 16384 x 8192 does not (memory-bound).
+//
+// BM_gemm: tempra's quant_dot_gemm alone on one thread at a prefill shape (512 activation rows
+// against Qwen3-0.6B's 1024 -> 3072 and 3072 -> 1024 weights), in multiply-adds per second; the
+// arm is the first native one this build and CPU have (the avx2 preset's build runs the AVX2
+// GEMMs on any x86 machine).
 #include <benchmark/benchmark.h>
 
 #include <random>
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "tempra/backend/quant_dot.h"
+#include "tempra/core/thread_pool.h"
 #include "tempra/quant/formats.h"
 
 extern "C" {
@@ -76,6 +82,35 @@ void BM_dot(benchmark::State& state, const char* format, ggml_vec_dot_t ggml) {
                                                      benchmark::Counter::kIs1000);
   state.SetLabel(std::string(format) + (use_ggml ? " ggml (zen4)" : " tempra native"));
 }
+
+void BM_gemm(benchmark::State& state, const char* format) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const tempra::QuantDot& dot =
+      *tempra::find_quant_dot(tempra::quant::find_format(format)->dtype, tempra::Backend::native);
+  const Rows rows = make_rows(dot, n, k);
+  std::vector<uint8_t> a(dot.activation.bytes_for(k) * m);
+  for (int64_t i = 0; i < m; ++i)
+    std::copy(rows.activation.begin(), rows.activation.end(), a.begin() + i * rows.activation.size());
+  std::vector<float> c(m * n);
+  tempra::ThreadPool pool(1);
+  for (auto _ : state) {
+    tempra::quant_dot_gemm(dot, m, n, k, a.data(), rows.weights.data(), c.data(), n, pool);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(double(m * n * k), benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(format) + " tempra native" + (dot.gemm != nullptr ? " gemm" : " dots"));
+}
+
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({512, 3072, 1024})->Args({512, 1024, 3072});
+  b->ArgNames({"m", "n", "k"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_gemm, q8_0, "q8_0")->Apply(gemm_shapes);
+BENCHMARK_CAPTURE(BM_gemm, q4_0, "q4_0")->Apply(gemm_shapes);
+BENCHMARK_CAPTURE(BM_gemm, q4_k, "q4_k")->Apply(gemm_shapes);
+BENCHMARK_CAPTURE(BM_gemm, q6_k, "q6_k")->Apply(gemm_shapes);
 
 void shapes(benchmark::internal::Benchmark* b) {
   for (int ggml : {0, 1}) b->Args({4096, 4096, ggml})->Args({16384, 8192, ggml});

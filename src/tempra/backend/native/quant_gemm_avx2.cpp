@@ -76,6 +76,18 @@ TEMPRA_AVX2 inline __m256i load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
 
+// A weight vector every row of a micro-tile multiplies, loaded once into a register: g++ would
+// otherwise fold the load into each row's multiply, and the tile would wait on loads, not math.
+TEMPRA_AVX2 inline __m256i load_shared(const void* p) {
+  __m256i v = _mm256_load_si256(static_cast<const __m256i*>(p));
+  asm("" : "+x"(v));
+  return v;
+}
+
+// Keeps an accumulator in its register from one step to the next: integer adds associate, and
+// g++ would otherwise regroup a tile's chains of adds into trees whose partial sums spill.
+TEMPRA_AVX2 inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
+
 // Which of a task's (at most 16) columns are real: lane l of group g stores when 8 g + l < cols.
 TEMPRA_AVX2 inline __m256i store_mask(int cols, int group) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - kLanes * group), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -193,8 +205,8 @@ TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
       __m256i pairs[R][kGroups];
       for (int r = 0; r < R; ++r) pairs[r][0] = pairs[r][1] = _mm256_setzero_si256();
       for (int q = 0; q < kQuads; ++q) {
-        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].quads[q]));
-        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].quads[q]));
+        const __m256i w0 = load_shared(g0[b].quads[q]);
+        const __m256i w1 = load_shared(g1[b].quads[q]);
         for (int r = 0; r < R; ++r) {
           const __m256i av = broadcast32(a_rows[r] + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs) + 4 * q);
           pairs[r][0] = _mm256_add_epi16(pairs[r][0], _mm256_maddubs_epi16(w0, av));
@@ -210,8 +222,8 @@ TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
     } else {
       for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_si256();
       for (int p = 0; p < kPairs; ++p) {
-        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].pairs[p]));
-        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].pairs[p]));
+        const __m256i w0 = load_shared(g0[b].pairs[p]);
+        const __m256i w1 = load_shared(g1[b].pairs[p]);
         for (int r = 0; r < R; ++r) {
           const __m256i av = broadcast32(t.wide + ((first_row + r) * nb + b) * kBlock32 + 2 * p);
           s[r][0] = _mm256_add_epi32(s[r][0], _mm256_madd_epi16(w0, av));
@@ -411,14 +423,16 @@ TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
       }
 #pragma GCC unroll 8
       for (int t = 0; t < 8; ++t) {
-        const __m256i w0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].quads[8 * l + t]));
-        const __m256i w1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].quads[8 * l + t]));
-        const __m256i s0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g0[b].scales[t]));
-        const __m256i s1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(g1[b].scales[t]));
+        const __m256i w0 = load_shared(g0[b].quads[8 * l + t]);
+        const __m256i w1 = load_shared(g1[b].quads[8 * l + t]);
+        const __m256i s0 = load_shared(g0[b].scales[t]);
+        const __m256i s1 = load_shared(g1[b].scales[t]);
         for (int r = 0; r < R; ++r) {
           const __m256i av = _mm256_set1_epi32(quads[r][8 * l + t]);
           lane[r][0] = _mm256_add_epi32(lane[r][0], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w0), s0));
           lane[r][1] = _mm256_add_epi32(lane[r][1], _mm256_madd_epi16(_mm256_maddubs_epi16(av, w1), s1));
+          in_register(lane[r][0]);
+          in_register(lane[r][1]);
         }
       }
       for (int r = 0; r < R; ++r)
