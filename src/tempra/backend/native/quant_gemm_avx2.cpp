@@ -19,10 +19,9 @@
 // - Q8_0 (vpmaddwd): any int8 times any int8 saturates vpmaddubsw's pairs (-128 included), so the
 //   weights are packed as int16 pairs of consecutive elements and the activation rows widened to
 //   int16 once per call; each vpmaddwd adds a pair's two products into the column's int32 sum.
-// - K-quants (vpmaddwd): the VNNI GEMM's layout and sums, pair 8p + l of a column holding its
-//   elements 16p + l and 16p + 8 + l as code x sub-block scale in int16, so each int32 lane sum of
-//   the scalar dot (lane = element index mod 8) is exact; the mins term is the same small dot of
-//   the Q8_K block sums against the sub-block mins.
+// - K-quants (vpmaddubsw, vpmaddwd): quant_gemm_x86.h's quads of one K-quant lane, the codes
+//   signed against activations + 128, each pair times its sub-block scale into the lane's int32
+//   sum; the scalar dot's eight lane sums come out exact.
 //
 // Compiled with -ffp-contract=off, so nothing fuses; the functions opt in to AVX2 with a target
 // attribute and quant_dot_avx2.cpp lists them only after its CPUID check.
@@ -32,10 +31,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/quant_dot.h"
-#include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/core/half.h"
 #include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
@@ -44,6 +42,8 @@ namespace tempra::native {
 namespace {
 
 using namespace tempra::quant;
+using x86::load256;
+using x86::transpose8;
 
 #define TEMPRA_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -52,29 +52,6 @@ constexpr int kGroups = 2;  // groups per micro-tile and per task
 constexpr int kTaskCols = kLanes * kGroups;
 constexpr int kQuads = kBlock32 / 4;
 constexpr int kPairs = kBlock32 / 2;
-
-// v[i] = int32 j of each input i  <->  int32 i of each v[j]: the 8 x 8 transpose.
-TEMPRA_AVX2 inline void transpose8(__m256i v[8]) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
-    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-    v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-  }
-}
-
-TEMPRA_AVX2 inline __m256i load256(const void* p) {
-  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
-}
 
 // A weight vector every row of a micro-tile multiplies, loaded once into a register: g++ would
 // otherwise fold the load into each row's multiply, and the tile would wait on loads, not math.
@@ -290,125 +267,18 @@ TEMPRA_AVX2 void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void
   });
 }
 
-// ---- K-quants ----
-//
-// The scalar dot keeps eight integer lane sums per super-block, lane l adding every element
-// e = l mod 8 times its sub-block's scale. Element quad (l, t) of a column is its four lane-l
-// elements of sub-block t (32 t + l, + 8, + 16, + 24), as signed codes (Q4_K/Q5_K: 0..31; Q6_K:
-// code - 32); the activation's quad is the same four elements as unsigned a + 128. vpmaddubsw
-// takes them in two pairs (each within 2 * 255 * 32 < 2^15), vpmaddwd multiplies the pairs by
-// their scales (Q4_K/Q5_K: s_t twice; Q6_K: its two scales of 16) into int32, and lane l's
-// accumulator adds the eight sub-blocks' terms. The + 128 added 128 * sum(scale * code) over the
-// lane, a term of the weights alone: the accumulator starts at minus that, tabled when packing.
+// ---- K-quants (quant_gemm_x86.h: the packed layout) ----
 
-// One super-block of one 8-column group.
-struct alignas(32) PackedSuperBlock {
-  int8_t quads[8 * 8][kLanes][4];  // quad 8 l + t of column c: its lane-l codes of sub-block t
-  int32_t scales[8][kLanes];       // sub-block t's scales as an int16 pair
-  int32_t start[8][kLanes];        // lane l: -128 * sum(scale * code) over the lane
-  int32_t mins[8][kLanes];         // (min_i, min_i) as int16 (Q4_K, Q5_K)
-  float d[kLanes], dmin[kLanes];
-};
-
-enum class KWeights { q4_k, q5_k, q6_k };
-
-template <KWeights W>
-using KBlock =
-    std::conditional_t<W == KWeights::q4_k, BlockQ4_K, std::conditional_t<W == KWeights::q5_k, BlockQ5_K, BlockQ6_K>>;
-
-// 32 bytes of one sub-block (elements 0..31) as eight quads: int32 l = elements l, l + 8, l + 16,
-// l + 24.
-TEMPRA_AVX2 inline __m256i lane_quads(__m256i x) {
-  const __m256i pairs = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(x86::lane_pairs_order_128()));
-  const __m128i low = _mm256_castsi256_si128(pairs), high = _mm256_extracti128_si256(pairs, 1);
-  return _mm256_set_m128i(_mm_unpackhi_epi16(low, high), _mm_unpacklo_epi16(low, high));
-}
-
-// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as signed codes, and its
-// scales as the int16 pair of vpmaddwd (the first applies to elements 32 t .. 32 t + 15).
-template <KWeights W>
-TEMPRA_AVX2 inline __m256i signed_codes(const KBlock<W>& x, int t, const int16_t* scales, int32_t& scale_pair) {
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  if constexpr (W == KWeights::q6_k) {
-    const int half = t / 4, quarter = t % 4;
-    const __m256i ql = load256(x.ql + 64 * half + 32 * (quarter % 2));
-    const __m256i qh = load256(x.qh + 32 * half);
-    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), nibble);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), _mm256_set1_epi8(3));
-    scale_pair =
-        int32_t(uint16_t(int16_t(x.scales[2 * t]))) | int32_t(uint32_t(uint16_t(int16_t(x.scales[2 * t + 1]))) << 16);
-    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
-  } else {
-    const __m256i q = load256(x.qs + 32 * (t / 2));
-    __m256i codes = _mm256_and_si256(t % 2 ? _mm256_srli_epi16(q, 4) : q, nibble);
-    if constexpr (W == KWeights::q5_k) {
-      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(x.qh), t), _mm256_set1_epi8(1));
-      codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
-    }
-    scale_pair = int32_t(uint16_t(scales[t])) * 0x10001;
-    return codes;
-  }
-}
-
-// Packs columns j0 .. j0 + cols - 1 (the last repeated to fill the group), every super-block:
-// each column's quads of sub-block t, then eight columns transposed at once.
-template <KWeights W>
-TEMPRA_AVX2 void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks,
-                              PackedSuperBlock* out) {
-  const KBlock<W>* column[kLanes];
-  for (int c = 0; c < kLanes; ++c)
-    column[c] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(c, cols - 1)) * w_row);
-  const __m256i ones = _mm256_set1_epi8(1);
-  for (int64_t b = 0; b < blocks; ++b) {
-    PackedSuperBlock& p = out[b];
-    int16_t scales[kLanes][8] = {};
-    for (int c = 0; c < kLanes; ++c) {
-      const KBlock<W>& x = column[c][b];
-      if constexpr (W != KWeights::q6_k) {
-        int16_t mins[8];
-        detail::unpack_scales_mins_k4(x.scales, scales[c], mins);
-        p.dmin[c] = _cvtsh_ss(x.dmin.bits);
-        for (int i = 0; i < 8; ++i) p.mins[i][c] = int32_t(uint16_t(mins[i])) * 0x10001;
-      }
-      p.d[c] = _cvtsh_ss(x.d.bits);
-    }
-    __m256i start[kLanes];  // column c's lane starts
-    for (int c = 0; c < kLanes; ++c) start[c] = _mm256_setzero_si256();
-    for (int t = 0; t < 8; ++t) {
-      __m256i v[kLanes];
-      for (int c = 0; c < kLanes; ++c) {
-        int32_t pair;
-        v[c] = lane_quads(signed_codes<W>(column[c][b], t, scales[c], pair));
-        p.scales[t][c] = pair;
-        const __m256i code_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v[c]), _mm256_set1_epi32(pair));
-        start[c] = _mm256_sub_epi32(start[c], _mm256_slli_epi32(code_sums, 7));
-      }
-      transpose8(v);
-      for (int l = 0; l < kLanes; ++l) _mm256_store_si256(reinterpret_cast<__m256i*>(p.quads[8 * l + t]), v[l]);
-    }
-    transpose8(start);
-    for (int l = 0; l < kLanes; ++l) _mm256_store_si256(reinterpret_cast<__m256i*>(p.start[l]), start[l]);
-  }
-}
-
-// One activation row's super-blocks as unsigned quads (a + 128) in the weights' order: 64 int32
-// per super-block, quad 8 l + t.
-TEMPRA_AVX2 void pack_k_row(const BlockQ8_K* row, int64_t blocks, int32_t* out) {
-  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t b = 0; b < blocks; ++b) {
-    __m256i v[8];
-    for (int t = 0; t < 8; ++t) v[t] = lane_quads(_mm256_xor_si256(load256(row[b].qs + 32 * t), flip));
-    transpose8(v);
-    for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * 64 + 8 * l), v[l]);
-  }
-}
+using KPacked = x86::PackedKSuperBlock<kLanes>;
+using x86::KBlock;
+using x86::KWeights;
 
 // R rows x the two groups, every super-block, lane after lane: R x 2 integer sums in registers;
 // the float sums, touched once per lane and super-block, wait in memory.
 template <int R, bool kMins>
 TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* const* a_rows, int64_t nb,
-                              const PackedSuperBlock* g0, const PackedSuperBlock* g1, float* c, int64_t ldc, int cols) {
-  const PackedSuperBlock* groups[kGroups] = {g0, g1};
+                              const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, int cols) {
+  const KPacked* groups[kGroups] = {g0, g1};
   alignas(32) float sums[R][kGroups][8][kLanes] = {}, total[R][kGroups][kLanes] = {};
   for (int64_t b = 0; b < nb; ++b) {
     const int32_t* quads[R];
@@ -480,20 +350,20 @@ TEMPRA_AVX2 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const vo
   // The activation rows as quads, on this thread's scratch (read by every task).
   auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
   pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
+    for (int64_t i = first; i < last; ++i) x86::pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
   });
   const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    auto* packed = reinterpret_cast<PackedSuperBlock*>(
-        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(PackedSuperBlock) / sizeof(float)));
+    auto* packed = reinterpret_cast<KPacked*>(
+        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(KPacked) / sizeof(float)));
     for (int64_t task = first; task < last; ++task) {
       const int64_t j0 = task * kTaskCols;
       const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
-      PackedSuperBlock* g0 = packed;
-      PackedSuperBlock* g1 = packed + nb;
-      pack_k_group<W>(wp, w_row, j0, std::min(cols, kLanes), nb, g0);
+      KPacked* g0 = packed;
+      KPacked* g1 = packed + nb;
+      x86::pack_k_lanes<W>(wp, w_row, j0, std::min(cols, kLanes), 0, nb, g0);
       if (cols > kLanes)
-        pack_k_group<W>(wp, w_row, j0 + kLanes, cols - kLanes, nb, g1);
+        x86::pack_k_lanes<W>(wp, w_row, j0 + kLanes, cols - kLanes, 0, nb, g1);
       else
         g1 = g0;  // computed, never stored
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {

@@ -18,17 +18,16 @@
 // row the float step is the dot's: Q8_0 acc += float(s) * (d_w * d_a); Q4_0 acc += float(s) *
 // d_w * d_a, multiplied left to right.
 //
-// K-quants (vpdpwssd): the scalar dot keeps eight integer lane sums per super-block (lane =
-// element index mod 8, each product weighted by its sub-block scale), so the packed weights are
-// code x scale as int16 (|value| <= 31 x 63 for Q4_K/Q5_K, 32 x 128 for Q6_K), in pairs of
-// elements of one lane: pair 8p + l holds elements 16p + l and 16p + 8 + l of each column. The
-// activation rows are packed the same way (int8 widened to int16 pairs), and vpdpwssd adds each
-// pair's two products into the lane's int32 sum, exactly. Q4_K/Q5_K's mins term is another
-// small integer dot (the Q8_K block sums against each sub-block's min, duplicated in pairs).
-// Then the dot's float steps per super-block: sums[l] += (d_w d_a) * float(lane l), total -=
-// (dmin_w d_a) * float(min sum), and at the end total + sums[0] + ... + sums[7] in that order.
-// A micro-tile is 4 rows x 32 columns, its lanes in four passes of two (16 int32 accumulators);
-// the float sums wait in memory.
+// K-quants (vpmaddubsw, vpdpwssd): quant_gemm_x86.h's layout, shared with the AVX2 GEMM. Each
+// quad of a column holds four elements of one of the scalar dot's eight lane sums (lane = element
+// index mod 8) in one sub-block, signed codes against the activations + 128; vpmaddubsw gives the
+// quad's two pairs (no saturation), and vpdpwssd adds them times their sub-block scales into the
+// lane's int32 sum, exactly, from a start that takes back the + 128. Q4_K/Q5_K's mins term is
+// another small integer dot (the Q8_K block sums against each sub-block's min, in pairs). Then
+// the dot's float steps per super-block: sums[l] += (d_w d_a) * float(lane l), total -= (dmin_w
+// d_a) * float(min sum), and at the end total + sums[0] + ... + sums[7] in that order. A
+// micro-tile is 6 rows x 32 columns, lane after lane (12 int32 sums in registers); the float sums
+// wait in memory.
 //
 // Compiled with -ffp-contract=off, so nothing fuses. The translation unit is compiled without
 // VNNI (cmake/int8_dot_probe.cpp): these functions opt in with a target attribute and
@@ -39,9 +38,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/quant_dot.h"
-#include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/core/half.h"
 #include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
@@ -114,6 +113,14 @@ struct RowTables {
 // pass-through with _mm512_undefined_ps(), which g++ 12 flags as uninitialized (GCC PR 105593).
 TEMPRA_VNNI inline __m512 to_float(__m512i v) {
   return _mm512_maskz_cvtepi32_ps(0xFFFF, v);
+}
+
+// A weight vector every row of a micro-tile multiplies, loaded once into a register: g++ would
+// otherwise fold the load into each row's multiply, and the tile would wait on loads, not math.
+TEMPRA_VNNI inline __m512i load_shared(const void* p) {
+  __m512i v = _mm512_load_si512(p);
+  asm("" : "+v"(v));
+  return v;
 }
 
 template <int R, Weights W>
@@ -321,140 +328,48 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   });
 }
 
-// ---- K-quants ----
+// ---- K-quants (quant_gemm_x86.h: the packed layout, here in groups of 16 columns) ----
 
-// One super-block of one 16-column group.
-struct alignas(64) PackedSuperBlock {
-  int32_t pairs[kSuperBlock / 2][kLanes];  // pair 8p + l: (w[16p + l], w[16p + 8 + l]) as int16
-  int32_t mins[8][kLanes];                 // (min_i, min_i) as int16 (Q4_K, Q5_K)
-  float d[kLanes], dmin[kLanes];
-};
-static_assert(sizeof(PackedSuperBlock) % 64 == 0);
+using KPacked = x86::PackedKSuperBlock<kLanes>;
+using x86::KBlock;
+using x86::KWeights;
 
-enum class KWeights { q4_k, q5_k, q6_k };
-
-template <KWeights W>
-using KBlock =
-    std::conditional_t<W == KWeights::q4_k, BlockQ4_K, std::conditional_t<W == KWeights::q5_k, BlockQ5_K, BlockQ6_K>>;
-
-// The int16 order that turns 32 elements (two 16-element groups, p and p + 1) into their pairs:
-// word 2l + slot of group g is element 16 g + l + 8 slot.
-TEMPRA_VNNI inline __m512i pair_order() {
-  alignas(64) int16_t index[32];
-  for (int j = 0; j < 32; ++j) index[j] = int16_t(16 * (j / 16) + (j % 16) / 2 + 8 * (j % 2));
-  return _mm512_load_si512(index);
-}
-
-// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as code x scale, int16.
-template <KWeights W>
-TEMPRA_VNNI inline __m512i scaled_codes(const KBlock<W>& x, int t, const int16_t* scales) {
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  if constexpr (W == KWeights::q6_k) {
-    const int half = t / 4, quarter = t % 4;
-    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.ql + 64 * half + 32 * (quarter % 2)));
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qh + 32 * half));
-    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), nibble);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), _mm256_set1_epi8(3));
-    const __m256i codes = _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
-    const __m512i scale = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(x.scales[2 * t])),
-                                             _mm256_set1_epi16(x.scales[2 * t + 1]), 1);
-    return _mm512_mullo_epi16(_mm512_cvtepi8_epi16(codes), scale);
-  } else {
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * (t / 2)));
-    __m256i codes = _mm256_and_si256(t % 2 ? _mm256_srli_epi16(q, 4) : q, nibble);
-    if constexpr (W == KWeights::q5_k) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qh));
-      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, t), _mm256_set1_epi8(1));
-      codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
-    }
-    return _mm512_mullo_epi16(_mm512_cvtepu8_epi16(codes), _mm512_set1_epi16(scales[t]));
-  }
-}
-
-// Packs columns j0 .. j0 + cols - 1 (the last repeated to fill the group), every super-block.
-template <KWeights W>
-TEMPRA_VNNI void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks,
-                              PackedSuperBlock* out) {
-  const __m512i order = pair_order();
-  __m512i lane_of_word = _mm512_setzero_si512();
-  alignas(64) int32_t rows[16];
-  for (int k = 0; k < 16; ++k) rows[k] = k * kLanes;  // dword k of a permuted vector: pair 16 i + k
-  lane_of_word = _mm512_load_si512(rows);
-  for (int c = 0; c < kLanes; ++c) {
-    const auto* row = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(c, cols - 1)) * w_row);
-    for (int64_t b = 0; b < blocks; ++b) {
-      PackedSuperBlock& p = out[b];
-      int16_t scales[8] = {}, mins[8] = {};
-      if constexpr (W != KWeights::q6_k) {
-        detail::unpack_scales_mins_k4(row[b].scales, scales, mins);
-        p.dmin[c] = f16_bits_to_f32(row[b].dmin.bits);
-        for (int i = 0; i < 8; ++i)
-          p.mins[i][c] = int32_t(uint16_t(mins[i])) | int32_t(uint32_t(uint16_t(mins[i])) << 16);
-      }
-      p.d[c] = f16_bits_to_f32(row[b].d.bits);
-      for (int t = 0; t < 8; ++t) {
-        const __m512i words = _mm512_permutexvar_epi16(order, scaled_codes<W>(row[b], t, scales));
-        _mm512_i32scatter_epi32(&p.pairs[16 * t][c], lane_of_word, words, 4);
-      }
-    }
-  }
-}
-
-// One activation row's super-blocks as int16 pairs in the weights' order.
-TEMPRA_VNNI void pack_k_row(const BlockQ8_K* row, int64_t blocks, int32_t* out) {
-  const __m512i order = pair_order();
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int t = 0; t < 8; ++t) {
-      const __m512i wide =
-          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[b].qs + 32 * t)));
-      _mm512_storeu_si512(out + (b * 8 + t) * 16, _mm512_permutexvar_epi16(order, wide));
-    }
-}
-
-// R rows x two 16-column groups (g0, g1), every super-block. The lanes go in four passes of two,
-// so 4 R integer sums stay in registers (g++ spilled them with all eight lanes at once), and each
-// weight vector and activation pair is still read once per pass set; the float sums, touched
-// once per super-block, wait in memory.
+// R rows x the two groups, every super-block, lane after lane: each quad's pairs by vpmaddubsw,
+// then vpdpwssd adds them times their scales into the lane's sum (2 R sums in registers, kept
+// as chains: g++ would regroup the adds into trees that spill); the float sums, touched once per
+// lane and super-block, wait in memory.
 template <int R, bool kMins>
-TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_pairs, const BlockQ8_K* const* a_rows, int64_t nb,
-                              const PackedSuperBlock* g0, const PackedSuperBlock* g1, float* c, int64_t ldc,
-                              __mmask16 m0, __mmask16 m1) {
-  constexpr int kPassLanes = 2;
-  const PackedSuperBlock* groups[kGroups] = {g0, g1};
+TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* const* a_rows, int64_t nb,
+                              const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, __mmask16 m0,
+                              __mmask16 m1) {
+  const KPacked* groups[kGroups] = {g0, g1};
   alignas(64) float sums[R][kGroups][8][kLanes] = {}, total[R][kGroups][kLanes] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    const int32_t* pairs[R];
-    for (int r = 0; r < R; ++r) pairs[r] = a_pairs[r] + b * (kSuperBlock / 2);
-#pragma GCC unroll 4
-    for (int pass = 0; pass < 8 / kPassLanes; ++pass) {
-      __m512i lanes[R][kGroups][kPassLanes];
+    const int32_t* quads[R];
+    for (int r = 0; r < R; ++r) quads[r] = a_quads[r] + b * 64;
+    for (int l = 0; l < 8; ++l) {
+      __m512i lane[R][kGroups];
+      const __m512i start0 = _mm512_load_si512(g0[b].start[l]), start1 = _mm512_load_si512(g1[b].start[l]);
+      for (int r = 0; r < R; ++r) {
+        lane[r][0] = start0;
+        lane[r][1] = start1;
+      }
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-#pragma GCC unroll 2
-        for (int q = 0; q < kGroups; ++q)
-#pragma GCC unroll 2
-          for (int l = 0; l < kPassLanes; ++l) lanes[r][q][l] = _mm512_setzero_si512();
-#pragma GCC unroll 16
-      for (int i = kPassLanes * pass; i < kSuperBlock / 2; i += 8) {
-#pragma GCC unroll 2
-        for (int l = 0; l < kPassLanes; ++l) {
-          const __m512i w0 = _mm512_load_si512(g0[b].pairs[i + l]);
-          const __m512i w1 = _mm512_load_si512(g1[b].pairs[i + l]);
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) {
-            const __m512i av = _mm512_set1_epi32(pairs[r][i + l]);
-            lanes[r][0][l] = _mm512_dpwssd_epi32(lanes[r][0][l], av, w0);
-            lanes[r][1][l] = _mm512_dpwssd_epi32(lanes[r][1][l], av, w1);
-          }
+      for (int t = 0; t < 8; ++t) {
+        const __m512i w0 = load_shared(g0[b].quads[8 * l + t]), w1 = load_shared(g1[b].quads[8 * l + t]);
+        const __m512i s0 = load_shared(g0[b].scales[t]), s1 = load_shared(g1[b].scales[t]);
+        for (int r = 0; r < R; ++r) {
+          const __m512i av = _mm512_set1_epi32(quads[r][8 * l + t]);
+          lane[r][0] = _mm512_dpwssd_epi32(lane[r][0], _mm512_maddubs_epi16(av, w0), s0);
+          lane[r][1] = _mm512_dpwssd_epi32(lane[r][1], _mm512_maddubs_epi16(av, w1), s1);
+          asm("" : "+v"(lane[r][0]), "+v"(lane[r][1]));
         }
       }
       for (int r = 0; r < R; ++r)
         for (int q = 0; q < kGroups; ++q) {
           const __m512 d = _mm512_mul_ps(_mm512_load_ps(groups[q][b].d), _mm512_set1_ps(a_rows[r][b].d));
-          for (int l = 0; l < kPassLanes; ++l) {
-            float* sum = sums[r][q][kPassLanes * pass + l];
-            _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), _mm512_mul_ps(d, to_float(lanes[r][q][l]))));
-          }
+          float* sum = sums[r][q][l];
+          _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), _mm512_mul_ps(d, to_float(lane[r][q]))));
         }
     }
     if constexpr (kMins) {
@@ -481,30 +396,37 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_pairs, const BlockQ8_K* co
     }
 }
 
+// Packs one group of 16 columns (cols real ones, the last repeated) as two halves of 8.
+template <KWeights W>
+void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, KPacked* out) {
+  x86::pack_k_lanes<W>(w, w_row, j0, cols, 0, blocks, out);
+  x86::pack_k_lanes<W>(w, w_row, j0, cols, 8, blocks, out);
+}
+
 template <KWeights W>
 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   constexpr bool kMins = W != KWeights::q6_k;
-  constexpr int kRows = 4;
+  constexpr int kRows = 6;
   const int64_t nb = k / kSuperBlock;
   const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
   const auto* rows = static_cast<const BlockQ8_K*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);
-  // The activation rows as pairs, on this thread's scratch (read by every task).
-  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * (kSuperBlock / 2))));
+  // The activation rows as quads, on this thread's scratch (read by every task).
+  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
   pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) pack_k_row(rows + i * nb, nb, packed_a + i * nb * (kSuperBlock / 2));
+    for (int64_t i = first; i < last; ++i) x86::pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
   });
   constexpr int64_t kTaskCols = kLanes * kGroups;
   const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    auto* packed = reinterpret_cast<PackedSuperBlock*>(
-        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(PackedSuperBlock) / sizeof(float)));
+    auto* packed =
+        reinterpret_cast<KPacked*>(thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(KPacked) / sizeof(float)));
     for (int64_t task = first; task < last; ++task) {
       const int64_t j0 = task * kTaskCols;
       const int cols0 = int(std::min<int64_t>(kLanes, n - j0));
       const int cols1 = int(std::clamp<int64_t>(n - j0 - kLanes, 0, kLanes));
-      PackedSuperBlock* g0 = packed;
-      PackedSuperBlock* g1 = packed + nb;
+      KPacked* g0 = packed;
+      KPacked* g1 = packed + nb;
       pack_k_group<W>(wp, w_row, j0, cols0, nb, g0);
       if (cols1 > 0)
         pack_k_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
@@ -513,25 +435,31 @@ void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
       const __mmask16 m0 = __mmask16((1u << cols0) - 1), m1 = __mmask16((1u << cols1) - 1);
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {
         const int count = int(std::min<int64_t>(kRows, m - i0));
-        const int32_t* a_pairs[kRows];
+        const int32_t* a_quads[kRows];
         const BlockQ8_K* a_rows[kRows];
         for (int r = 0; r < count; ++r) {
-          a_pairs[r] = packed_a + (i0 + r) * nb * (kSuperBlock / 2);
+          a_quads[r] = packed_a + (i0 + r) * nb * 64;
           a_rows[r] = rows + (i0 + r) * nb;
         }
         float* ct = c + i0 * ldc + j0;
         switch (count) {
           case 1:
-            k_micro_tile<1, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            k_micro_tile<1, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
             break;
           case 2:
-            k_micro_tile<2, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            k_micro_tile<2, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
             break;
           case 3:
-            k_micro_tile<3, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            k_micro_tile<3, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 4:
+            k_micro_tile<4, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            break;
+          case 5:
+            k_micro_tile<5, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
             break;
           default:
-            k_micro_tile<kRows, kMins>(a_pairs, a_rows, nb, g0, g1, ct, ldc, m0, m1);
+            k_micro_tile<kRows, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
             break;
         }
       }

@@ -1,0 +1,164 @@
+// tempra/backend/native/quant_gemm_x86.h: what the x86 integer GEMMs share
+// (quant_gemm_avx2.cpp, quant_gemm_avx512.cpp): the 8 x 8 transpose and the K-quants' packed
+// layout, for groups of 8 (ymm) or 16 (zmm) columns.
+//
+// The K-quants' scalar dot keeps eight integer lane sums per super-block, lane l adding every
+// element e = l mod 8 times its sub-block's scale. Element quad (l, t) of a column is its four
+// lane-l elements of sub-block t (32 t + l, + 8, + 16, + 24), as signed codes (Q4_K/Q5_K: 0..31;
+// Q6_K: code - 32); the activation's quad is the same four elements as unsigned a + 128.
+// vpmaddubsw takes them in two pairs (each within 2 * 255 * 32 < 2^15), and the pairs times their
+// scales (Q4_K/Q5_K: s_t twice; Q6_K: its two scales of 16) go into lane l's int32 sum
+// (vpmaddwd and an add, or vpdpwssd), exactly. The + 128 added 128 * sum(scale * code) over the
+// lane, a term of the weights alone: the lane's sum starts at minus that, tabled when packing.
+// Q4_K/Q5_K's mins term is a small integer dot of the Q8_K block sums against the sub-block mins.
+//
+// The functions carry target("avx2,f16c") and internal linkage, as quant_dot_x86.h's: they are
+// called from AVX2 and AVX-512 functions alike, only after their arm's CPUID check. Include only
+// from translation units compiled with -ffp-contract=off.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/scalar/k_quant_lanes.h"
+#include "tempra/quant/blocks.h"
+
+namespace tempra::native::x86 {
+namespace {
+
+#define TEMPRA_X86_PACK __attribute__((target("avx2,f16c")))
+
+// v[i] = int32 j of each input i  <->  int32 i of each v[j]: the 8 x 8 transpose.
+TEMPRA_X86_PACK inline void transpose8(__m256i v[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
+    v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+  }
+}
+
+TEMPRA_X86_PACK inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// ---- K-quants ----
+
+// One super-block of one group of kCols columns.
+template <int kCols>
+struct alignas(64) PackedKSuperBlock {
+  int8_t quads[8 * 8][kCols][4];  // quad 8 l + t of column c: its lane-l codes of sub-block t
+  int32_t scales[8][kCols];       // sub-block t's scales as an int16 pair
+  int32_t start[8][kCols];        // lane l: -128 * sum(scale * code) over the lane
+  int32_t mins[8][kCols];         // (min_i, min_i) as int16 (Q4_K, Q5_K)
+  float d[kCols], dmin[kCols];
+};
+
+enum class KWeights { q4_k, q5_k, q6_k };
+
+template <KWeights W>
+using KBlock = std::conditional_t<W == KWeights::q4_k, quant::BlockQ4_K,
+                                  std::conditional_t<W == KWeights::q5_k, quant::BlockQ5_K, quant::BlockQ6_K>>;
+
+// 32 bytes of one sub-block (elements 0..31) as eight quads: int32 l = elements l, l + 8, l + 16,
+// l + 24.
+TEMPRA_X86_PACK inline __m256i lane_quads(__m256i x) {
+  const __m256i pairs = _mm256_shuffle_epi8(x, _mm256_broadcastsi128_si256(lane_pairs_order_128()));
+  const __m128i low = _mm256_castsi256_si128(pairs), high = _mm256_extracti128_si256(pairs, 1);
+  return _mm256_set_m128i(_mm_unpackhi_epi16(low, high), _mm_unpacklo_epi16(low, high));
+}
+
+// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as signed codes, and its
+// scales as the int16 pair of vpmaddwd (the first applies to elements 32 t .. 32 t + 15).
+template <KWeights W>
+TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t, const int16_t* scales, int32_t& scale_pair) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  if constexpr (W == KWeights::q6_k) {
+    const int half = t / 4, quarter = t % 4;
+    const __m256i ql = load256(x.ql + 64 * half + 32 * (quarter % 2));
+    const __m256i qh = load256(x.qh + 32 * half);
+    const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), nibble);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), _mm256_set1_epi8(3));
+    scale_pair = int32_t(uint16_t(int16_t(x.scales[2 * t]))) | int32_t(uint32_t(uint16_t(int16_t(x.scales[2 * t + 1]))) << 16);
+    return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
+  } else {
+    const __m256i q = load256(x.qs + 32 * (t / 2));
+    __m256i codes = _mm256_and_si256(t % 2 ? _mm256_srli_epi16(q, 4) : q, nibble);
+    if constexpr (W == KWeights::q5_k) {
+      const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(x.qh), t), _mm256_set1_epi8(1));
+      codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
+    }
+    scale_pair = int32_t(uint16_t(scales[t])) * 0x10001;
+    return codes;
+  }
+}
+
+// Packs lanes lane0 .. lane0 + 7 of a group whose lane c holds column j0 + min(c, cols - 1) (so
+// lanes past the real columns repeat the last), every super-block: each column's quads of
+// sub-block t, then the eight columns transposed at once.
+template <KWeights W, int kCols>
+TEMPRA_X86_PACK void pack_k_lanes(const uint8_t* w, size_t w_row, int64_t j0, int cols, int lane0, int64_t blocks,
+                                  PackedKSuperBlock<kCols>* out) {
+  const KBlock<W>* column[8];
+  for (int c = 0; c < 8; ++c)
+    column[c] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(lane0 + c, cols - 1)) * w_row);
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t b = 0; b < blocks; ++b) {
+    PackedKSuperBlock<kCols>& p = out[b];
+    int16_t scales[8][8] = {};
+    for (int c = 0; c < 8; ++c) {
+      const KBlock<W>& x = column[c][b];
+      if constexpr (W != KWeights::q6_k) {
+        int16_t mins[8];
+        detail::unpack_scales_mins_k4(x.scales, scales[c], mins);
+        p.dmin[lane0 + c] = _cvtsh_ss(x.dmin.bits);
+        for (int i = 0; i < 8; ++i) p.mins[i][lane0 + c] = int32_t(uint16_t(mins[i])) * 0x10001;
+      }
+      p.d[lane0 + c] = _cvtsh_ss(x.d.bits);
+    }
+    __m256i start[8];  // column c's lane starts
+    for (int c = 0; c < 8; ++c) start[c] = _mm256_setzero_si256();
+    for (int t = 0; t < 8; ++t) {
+      __m256i v[8];
+      for (int c = 0; c < 8; ++c) {
+        int32_t pair;
+        v[c] = lane_quads(signed_codes<W>(column[c][b], t, scales[c], pair));
+        p.scales[t][lane0 + c] = pair;
+        const __m256i code_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v[c]), _mm256_set1_epi32(pair));
+        start[c] = _mm256_sub_epi32(start[c], _mm256_slli_epi32(code_sums, 7));
+      }
+      transpose8(v);
+      for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.quads[8 * l + t][lane0]), v[l]);
+    }
+    transpose8(start);
+    for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(&p.start[l][lane0]), start[l]);
+  }
+}
+
+// One activation row's super-blocks as unsigned quads (a + 128) in the weights' order: 64 int32
+// per super-block, quad 8 l + t.
+TEMPRA_X86_PACK void pack_k_row(const quant::BlockQ8_K* row, int64_t blocks, int32_t* out) {
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i v[8];
+    for (int t = 0; t < 8; ++t) v[t] = lane_quads(_mm256_xor_si256(load256(row[b].qs + 32 * t), flip));
+    transpose8(v);
+    for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * 64 + 8 * l), v[l]);
+  }
+}
+
+#undef TEMPRA_X86_PACK
+
+}  // namespace
+}  // namespace tempra::native::x86
