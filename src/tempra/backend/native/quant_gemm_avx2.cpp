@@ -279,7 +279,9 @@ template <int R, bool kMins>
 TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* const* a_rows, int64_t nb,
                               const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, int cols) {
   const KPacked* groups[kGroups] = {g0, g1};
-  alignas(32) float sums[R][kGroups][8][kLanes] = {}, total[R][kGroups][kLanes] = {};
+  // The float sums start at zero with the first super-block (0 + x, as the dot adds it: -0 becomes
+  // +0), not with a clearing of the whole array, which cost as much as the math for short k.
+  alignas(32) float sums[R][kGroups][8][kLanes], total[R][kGroups][kLanes];
   for (int64_t b = 0; b < nb; ++b) {
     const int32_t* quads[R];
     for (int r = 0; r < R; ++r) quads[r] = a_quads[r] + b * 64;
@@ -309,7 +311,7 @@ TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
         for (int q = 0; q < kGroups; ++q) {
           const __m256 d = _mm256_mul_ps(_mm256_load_ps(groups[q][b].d), _mm256_set1_ps(a_rows[r][b].d));
           float* sum = sums[r][q][l];
-          _mm256_store_ps(sum, _mm256_add_ps(_mm256_load_ps(sum), _mm256_mul_ps(d, _mm256_cvtepi32_ps(lane[r][q]))));
+          _mm256_store_ps(sum, _mm256_add_ps(b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(sum), _mm256_mul_ps(d, _mm256_cvtepi32_ps(lane[r][q]))));
         }
     }
     if constexpr (kMins) {
@@ -325,14 +327,14 @@ TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
                                            _mm256_load_si256(reinterpret_cast<const __m256i*>(groups[q][b].mins[j]))));
           const __m256 term =
               _mm256_mul_ps(_mm256_mul_ps(_mm256_load_ps(groups[q][b].dmin), da), _mm256_cvtepi32_ps(min_sum));
-          _mm256_store_ps(total[r][q], _mm256_sub_ps(_mm256_load_ps(total[r][q]), term));
+          _mm256_store_ps(total[r][q], _mm256_sub_ps(b == 0 ? _mm256_setzero_ps() : _mm256_load_ps(total[r][q]), term));
         }
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < kGroups; ++q) {
-      __m256 result = _mm256_load_ps(total[r][q]);
+      __m256 result = kMins ? _mm256_load_ps(total[r][q]) : _mm256_setzero_ps();
       for (int l = 0; l < 8; ++l) result = _mm256_add_ps(result, _mm256_load_ps(sums[r][q][l]));
       _mm256_maskstore_ps(c + r * ldc + q * kLanes, store_mask(cols, q), result);
     }
@@ -344,6 +346,10 @@ TEMPRA_AVX2 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const vo
   constexpr bool kMins = W != KWeights::q6_k;
   constexpr int kRows = 4;
   const int64_t nb = k / kSuperBlock;
+  if (nb == 0) {  // no depth: the dot's zeros (the micro-tile's sums start with a super-block)
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
   const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
   const auto* rows = static_cast<const BlockQ8_K*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);

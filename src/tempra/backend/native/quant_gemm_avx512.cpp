@@ -343,7 +343,9 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
                               const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, __mmask16 m0,
                               __mmask16 m1) {
   const KPacked* groups[kGroups] = {g0, g1};
-  alignas(64) float sums[R][kGroups][8][kLanes] = {}, total[R][kGroups][kLanes] = {};
+  // The float sums start at zero with the first super-block (0 + x, as the dot adds it: -0 becomes
+  // +0), not with a clearing of the whole array, which cost as much as the math for short k.
+  alignas(64) float sums[R][kGroups][8][kLanes], total[R][kGroups][kLanes];
   for (int64_t b = 0; b < nb; ++b) {
     const int32_t* quads[R];
     for (int r = 0; r < R; ++r) quads[r] = a_quads[r] + b * 64;
@@ -369,7 +371,7 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
         for (int q = 0; q < kGroups; ++q) {
           const __m512 d = _mm512_mul_ps(_mm512_load_ps(groups[q][b].d), _mm512_set1_ps(a_rows[r][b].d));
           float* sum = sums[r][q][l];
-          _mm512_store_ps(sum, _mm512_add_ps(_mm512_load_ps(sum), _mm512_mul_ps(d, to_float(lane[r][q]))));
+          _mm512_store_ps(sum, _mm512_add_ps(b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sum), _mm512_mul_ps(d, to_float(lane[r][q]))));
         }
     }
     if constexpr (kMins) {
@@ -383,14 +385,14 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
             min_sum =
                 _mm512_dpwssd_epi32(min_sum, _mm512_set1_epi32(bsum_pairs[j]), _mm512_load_si512(groups[q][b].mins[j]));
           const __m512 term = _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(groups[q][b].dmin), da), to_float(min_sum));
-          _mm512_store_ps(total[r][q], _mm512_sub_ps(_mm512_load_ps(total[r][q]), term));
+          _mm512_store_ps(total[r][q], _mm512_sub_ps(b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(total[r][q]), term));
         }
       }
     }
   }
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < kGroups; ++q) {
-      __m512 result = _mm512_load_ps(total[r][q]);
+      __m512 result = kMins ? _mm512_load_ps(total[r][q]) : _mm512_setzero_ps();
       for (int l = 0; l < 8; ++l) result = _mm512_add_ps(result, _mm512_load_ps(sums[r][q][l]));
       _mm512_mask_storeu_ps(c + r * ldc + q * kLanes, q == 0 ? m0 : m1, result);
     }
@@ -408,6 +410,10 @@ void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
   constexpr bool kMins = W != KWeights::q6_k;
   constexpr int kRows = 6;
   const int64_t nb = k / kSuperBlock;
+  if (nb == 0) {  // no depth: the dot's zeros (the micro-tile's sums start with a super-block)
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
   const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
   const auto* rows = static_cast<const BlockQ8_K*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);
