@@ -25,7 +25,6 @@
 
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_dot_x86.h"
-#include "tempra/backend/scalar/k_quant_lanes.h"
 #include "tempra/quant/blocks.h"
 
 namespace tempra::native::x86 {
@@ -80,10 +79,9 @@ TEMPRA_X86_PACK inline __m256i lane_quads(__m256i x) {
   return _mm256_set_m128i(_mm_unpackhi_epi16(low, high), _mm_unpacklo_epi16(low, high));
 }
 
-// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as signed codes, and its
-// scales as the int16 pair of vpmaddwd (the first applies to elements 32 t .. 32 t + 15).
+// Sub-block t (elements 32 t .. 32 t + 31) of one column's super-block as signed codes.
 template <KWeights W>
-TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t, const int16_t* scales, int32_t& scale_pair) {
+TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   if constexpr (W == KWeights::q6_k) {
     const int half = t / 4, quarter = t % 4;
@@ -91,7 +89,6 @@ TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t, const int
     const __m256i qh = load256(x.qh + 32 * half);
     const __m256i low = _mm256_and_si256(quarter < 2 ? ql : _mm256_srli_epi16(ql, 4), nibble);
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * quarter), _mm256_set1_epi8(3));
-    scale_pair = int32_t(uint16_t(int16_t(x.scales[2 * t]))) | int32_t(uint32_t(uint16_t(int16_t(x.scales[2 * t + 1]))) << 16);
     return _mm256_sub_epi8(_mm256_or_si256(low, _mm256_slli_epi16(high, 4)), _mm256_set1_epi8(32));
   } else {
     const __m256i q = load256(x.qs + 32 * (t / 2));
@@ -100,14 +97,20 @@ TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t, const int
       const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(load256(x.qh), t), _mm256_set1_epi8(1));
       codes = _mm256_or_si256(codes, _mm256_slli_epi16(bit, 4));
     }
-    scale_pair = int32_t(uint16_t(scales[t])) * 0x10001;
     return codes;
   }
 }
 
+// Eight int16 values v0..v7 as the int32 pairs (v_t, v_t), t = 0..7.
+TEMPRA_X86_PACK inline __m256i each_twice(__m128i v) {
+  return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
+}
+
 // Packs lanes lane0 .. lane0 + 7 of a group whose lane c holds column j0 + min(c, cols - 1) (so
-// lanes past the real columns repeat the last), every super-block: each column's quads of
-// sub-block t, then the eight columns transposed at once.
+// lanes past the real columns repeat the last), every super-block: each column's scale pairs
+// (int32 t: sub-block t's two int16 scales; Q4_K/Q5_K: s_t twice, Q6_K: its two scales of 16)
+// and quads of sub-block t, then the eight columns transposed at once. The lane starts are
+// summed from the transposed quads.
 template <KWeights W, int kCols>
 TEMPRA_X86_PACK void pack_k_lanes(const uint8_t* w, size_t w_row, int64_t j0, int cols, int lane0, int64_t blocks,
                                   PackedKSuperBlock<kCols>* out) {
@@ -117,33 +120,39 @@ TEMPRA_X86_PACK void pack_k_lanes(const uint8_t* w, size_t w_row, int64_t j0, in
   const __m256i ones = _mm256_set1_epi8(1);
   for (int64_t b = 0; b < blocks; ++b) {
     PackedKSuperBlock<kCols>& p = out[b];
-    int16_t scales[8][8] = {};
+    __m256i scale_pairs[8], min_pairs[8];
     for (int c = 0; c < 8; ++c) {
       const KBlock<W>& x = column[c][b];
       prefetch_ahead<sizeof(x)>(&x);  // eight row streams from memory: pp32 +13%
-      if constexpr (W != KWeights::q6_k) {
-        int16_t mins[8];
-        detail::unpack_scales_mins_k4(x.scales, scales[c], mins);
+      if constexpr (W == KWeights::q6_k) {
+        scale_pairs[c] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
+      } else {
+        __m128i scales, mins;
+        unpack_scales_mins_k4(x.scales, scales, mins);
+        scale_pairs[c] = each_twice(scales);
+        min_pairs[c] = each_twice(mins);
         p.dmin[lane0 + c] = _cvtsh_ss(x.dmin.bits);
-        for (int i = 0; i < 8; ++i) p.mins[i][lane0 + c] = int32_t(uint16_t(mins[i])) * 0x10001;
       }
       p.d[lane0 + c] = _cvtsh_ss(x.d.bits);
     }
-    __m256i start[8];  // column c's lane starts
-    for (int c = 0; c < 8; ++c) start[c] = _mm256_setzero_si256();
+    transpose8(scale_pairs);
+    for (int t = 0; t < 8; ++t) _mm256_storeu_si256(reinterpret_cast<__m256i*>(&p.scales[t][lane0]), scale_pairs[t]);
+    if constexpr (W != KWeights::q6_k) {
+      transpose8(min_pairs);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(&p.mins[i][lane0]), min_pairs[i]);
+    }
+    __m256i start[8];  // lane l's starts of the eight columns
+    for (int l = 0; l < 8; ++l) start[l] = _mm256_setzero_si256();
     for (int t = 0; t < 8; ++t) {
       __m256i v[8];
-      for (int c = 0; c < 8; ++c) {
-        int32_t pair;
-        v[c] = lane_quads(signed_codes<W>(column[c][b], t, scales[c], pair));
-        p.scales[t][lane0 + c] = pair;
-        const __m256i code_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v[c]), _mm256_set1_epi32(pair));
-        start[c] = _mm256_sub_epi32(start[c], _mm256_slli_epi32(code_sums, 7));
-      }
+      for (int c = 0; c < 8; ++c) v[c] = lane_quads(signed_codes<W>(column[c][b], t));
       transpose8(v);
-      for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.quads[8 * l + t][lane0]), v[l]);
+      for (int l = 0; l < 8; ++l) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(p.quads[8 * l + t][lane0]), v[l]);
+        const __m256i code_sums = _mm256_madd_epi16(_mm256_maddubs_epi16(ones, v[l]), scale_pairs[t]);
+        start[l] = _mm256_sub_epi32(start[l], _mm256_slli_epi32(code_sums, 7));
+      }
     }
-    transpose8(start);
     for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(&p.start[l][lane0]), start[l]);
   }
 }
