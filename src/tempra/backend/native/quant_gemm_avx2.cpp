@@ -267,6 +267,85 @@ TEMPRA_AVX2 void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void
   });
 }
 
+// ---- Decode steps: a few activation rows, the weights read in place ----
+//
+// Eight weight rows at a time, block by block: each row's block against the activation block as
+// eight int32 partial sums (Q4_0: vpmaddubsw then vpmaddwd by ones; Q8_0: both widened to int16,
+// vpmaddwd), the eight rows' partials added by a transposing tree of vphaddd (exact in int32), the
+// Q4_0 offset term added, and the dot's float step for the eight rows as one vector. The next
+// group's rows are prefetched as these are read (prefetch.h says why).
+
+// The int32 sums of the 8 lanes of each of v[0..7], as one vector in row order.
+TEMPRA_AVX2 inline __m256i row_sums_8(const __m256i* v) {
+  const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i low = _mm256_hadd_epi32(h01, h23), high = _mm256_hadd_epi32(h45, h67);  // rows 0-3 | 0-3, 4-7 | 4-7
+  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
+}
+
+template <Weights W>
+TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_0* a,
+                           const RowTables& t, int64_t row_index, float* c) {
+  const Block<W>* row[kLanes];
+  for (int r = 0; r < kLanes; ++r)
+    row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  const size_t ahead = kLanes * w_row;  // the same block of the next group's rows
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i partial[kLanes];
+    if constexpr (W == Weights::q4_0) {
+      const __m256i av = load256(a[b].qs), ones = _mm256_set1_epi16(1);
+      const __m128i nibble = _mm_set1_epi8(0x0F);
+      for (int r = 0; r < kLanes; ++r) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r][b].qs));
+        const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), _mm_and_si128(packed, nibble));
+        partial[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(codes, av), ones);
+        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
+      }
+    } else {
+      const int16_t* wide = t.wide + (row_index * nb + b) * kBlock32;
+      const __m256i a0 = load256(wide), a1 = load256(wide + 16);
+      for (int r = 0; r < kLanes; ++r) {
+        const auto* qs = reinterpret_cast<const __m128i*>(row[r][b].qs);
+        partial[r] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(qs)), a0),
+                                      _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(qs + 1)), a1));
+        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
+      }
+    }
+    __m256i s = row_sums_8(partial);
+    if constexpr (W == Weights::q4_0) s = _mm256_add_epi32(s, _mm256_set1_epi32(t.start[row_index * nb + b]));
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(short(row[0][b].d.bits), short(row[1][b].d.bits), short(row[2][b].d.bits),
+                                                     short(row[3][b].d.bits), short(row[4][b].d.bits), short(row[5][b].d.bits),
+                                                     short(row[6][b].d.bits), short(row[7][b].d.bits)));
+    const __m256 da = _mm256_set1_ps(t.scale[row_index * nb + b]);
+    if constexpr (W == Weights::q8_0)
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, da)));
+    else
+      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), dw), da));
+  }
+  _mm256_maskstore_ps(c, store_mask(rows, 0), acc);
+}
+
+template <Weights W>
+TEMPRA_AVX2 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                      ThreadPool& pool) {
+  const int64_t nb = k / kBlock32;
+  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const auto* ap = static_cast<const uint8_t*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const RowTables t = row_tables<W>(ap, m, nb, pool);
+  const int64_t groups = (n + kLanes - 1) / kLanes;
+  pool.parallel_for(groups, 8, [&](int64_t first, int64_t last) {
+    for (int64_t g = first; g < last; ++g) {
+      const int64_t j0 = g * kLanes;
+      const int rows = int(std::min<int64_t>(kLanes, n - j0));
+      for (int64_t i = 0; i < m; ++i)
+        gemv_rows<W>(wp, w_row, j0, rows, nb, reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row), t, i,
+                     c + i * ldc + j0);
+    }
+  });
+}
+
 // ---- K-quants (quant_gemm_x86.h: the packed layout) ----
 
 using KPacked = x86::PackedKSuperBlock<kLanes>;
@@ -399,6 +478,8 @@ TEMPRA_AVX2 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const vo
 void add_avx2_gemms(HotFormatDots& dots) {
   dots.q8_0_gemm = &gemm<Weights::q8_0>;
   dots.q4_0_gemm = &gemm<Weights::q4_0>;
+  dots.q8_0_gemv = &gemv<Weights::q8_0>;
+  dots.q4_0_gemv = &gemv<Weights::q4_0>;
   dots.q4_k_gemm = &k_gemm<KWeights::q4_k>;
   dots.q5_k_gemm = &k_gemm<KWeights::q5_k>;
   dots.q6_k_gemm = &k_gemm<KWeights::q6_k>;
