@@ -28,12 +28,16 @@
 // with a target attribute and are only called after a CPUID check.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <span>
+#include <type_traits>
 
 #include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
+#include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
 
@@ -125,98 +129,159 @@ TEMPRA_AVX2 inline __m256i spread_pairs(__m128i pairs, int first, int second) {
   return _mm256_permutevar8x32_epi32(_mm256_broadcastsi128_si256(pairs), index);
 }
 
-// Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
-// in its low nibble (s even) or high nibble (s odd); Q5_K adds bit s of qh[l] as the fifth bit.
-template <bool kFifthBit, class Block>
-TEMPRA_AVX2 float dot_q45_k(int64_t n, const Block* x, const BlockQ8_K* y) {
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  const __m256i sixteen = _mm256_set1_epi8(16);
-  detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
-  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
-    prefetch_ahead<sizeof(x[b])>(x + b);
-    // Eight int16 each; int32 j of scale_pairs is (scale_2j, scale_2j+1), the (A, B) pair below.
-    __m128i scale_pairs, mins;
-    unpack_scales_mins_k4(x[b].scales, scale_pairs, mins);
-    const int min_sum = mins_dot_bsums(mins, y[b].bsums);
-    const __m256i scales_both = _mm256_broadcastsi128_si256(scale_pairs);
-    __m256i fifth_bits = _mm256_setzero_si256();
-    if constexpr (kFifthBit) fifth_bits = load256(x[b].qh);
-    __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
-    for (int j = 0; j < 4; ++j) {
-      // 32 bytes: sub-block 2j in the low nibbles, 2j + 1 in the high ones.
-      const __m256i packed = load256(x[b].qs + 32 * j);
-      __m256i even = _mm256_and_si256(packed, nibble);
-      __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
-      if constexpr (kFifthBit) {
-        const __m256i even_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
-        const __m256i odd_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1)));
-        even = _mm256_or_si256(
-            even, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth_bits, even_bit), even_bit), sixteen));
-        odd = _mm256_or_si256(
-            odd, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth_bits, odd_bit), odd_bit), sixteen));
-      }
-      const int8_t* q8 = y[b].qs + 64 * j;
-      const __m256i a_sums = lane_pair_sums(even, load256(q8));
-      const __m256i b_sums = lane_pair_sums(odd, load256(q8 + 32));
-      const __m256i pair = _mm256_permutevar8x32_epi32(scales_both, _mm256_set1_epi32(j));
-      add_lane_pairs(lanes_low, lanes_high, a_sums, b_sums, pair);
-    }
-    alignas(16) int32_t lane_sums[8];
-    store_lanes(lanes_low, lanes_high, lane_sums);
-    acc.add_super_block(to_f32(x[b].d) * y[b].d, lane_sums);
-    acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(min_sum);
-  }
-  return acc.finish();
+// Lanes 0..3 of each 128-bit half of `low` and 4..7 of `high` (add_lane_pairs' halves) added
+// into one vector, int32 l = lane l.
+TEMPRA_AVX2 inline __m256i join_lanes(__m256i low, __m256i high) {
+  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
 }
 
-TEMPRA_AVX2 float dot_q4_k(int64_t n, const void* w, const void* a) {
-  return dot_q45_k<false>(n, static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a));
-}
-TEMPRA_AVX2 float dot_q5_k(int64_t n, const void* w, const void* a) {
-  return dot_q45_k<true>(n, static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a));
+// Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
+// in its low nibble (s even) or high nibble (s odd); Q5_K adds bit s of qh[l] as the fifth bit.
+// One super-block's eight lane sums (int32 l = lane l) and its mins term.
+template <bool kFifthBit, class Block>
+TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i sixteen = _mm256_set1_epi8(16);
+  // Eight int16 each; int32 j of scale_pairs is (scale_2j, scale_2j+1), the (A, B) pair below.
+  __m128i scale_pairs, mins;
+  unpack_scales_mins_k4(x.scales, scale_pairs, mins);
+  min_sum = mins_dot_bsums(mins, y.bsums);
+  const __m256i scales_both = _mm256_broadcastsi128_si256(scale_pairs);
+  __m256i fifth_bits = _mm256_setzero_si256();
+  if constexpr (kFifthBit) fifth_bits = load256(x.qh);
+  __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
+  for (int j = 0; j < 4; ++j) {
+    // 32 bytes: sub-block 2j in the low nibbles, 2j + 1 in the high ones.
+    const __m256i packed = load256(x.qs + 32 * j);
+    __m256i even = _mm256_and_si256(packed, nibble);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+    if constexpr (kFifthBit) {
+      const __m256i even_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
+      const __m256i odd_bit = _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1)));
+      even = _mm256_or_si256(
+          even, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth_bits, even_bit), even_bit), sixteen));
+      odd = _mm256_or_si256(
+          odd, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth_bits, odd_bit), odd_bit), sixteen));
+    }
+    const int8_t* q8 = y.qs + 64 * j;
+    const __m256i a_sums = lane_pair_sums(even, load256(q8));
+    const __m256i b_sums = lane_pair_sums(odd, load256(q8 + 32));
+    const __m256i pair = _mm256_permutevar8x32_epi32(scales_both, _mm256_set1_epi32(j));
+    add_lane_pairs(lanes_low, lanes_high, a_sums, b_sums, pair);
+  }
+  return join_lanes(lanes_low, lanes_high);
 }
 
 // Q6_K: element 128 h + 32 p + l has low bits in ql[64 h + l + 32 (p % 2)] (low nibble for
 // p < 2, high for p >= 2) and high bits (qh[32 h + l] >> 2 p) & 3; code = that - 32, with a
 // signed scale per 16 elements (so 128-bit lane k of plane p's vector has scale 8 h + 2 p + k).
-TEMPRA_AVX2 float dot_q6_k(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ6_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+// One super-block's eight lane sums (int32 l = lane l); min_sum is left alone (Q6_K has none).
+TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, int& /*min_sum*/) {
   const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
   const __m256i thirty_two = _mm256_set1_epi8(32);
+  __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
+  for (int h = 0; h < 2; ++h) {
+    const __m256i ql0 = load256(x.ql + 64 * h), ql1 = load256(x.ql + 64 * h + 32);
+    const __m256i qh = load256(x.qh + 32 * h);
+    // Planes 0..3 as codes + 32 (0..63).
+    __m256i plane[4];
+    plane[0] = _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
+    plane[1] = _mm256_or_si256(_mm256_and_si256(ql1, nibble),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4));
+    plane[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4));
+    plane[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
+                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4));
+    __m256i sums[4];
+    for (int p = 0; p < 4; ++p) {
+      const __m256i q8 = load256(y.qs + 128 * h + 32 * p);
+      sums[p] = _mm256_sub_epi16(lane_pair_sums(plane[p], q8), lane_pair_sums(thirty_two, q8));
+    }
+    // Scales s0..s7 of this half as int16; int32s (s0, s2), (s1, s3) pair planes 0 and 1,
+    // (s4, s6), (s5, s7) planes 2 and 3.
+    const __m128i s = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.scales + 8 * h)));
+    const __m128i shifted = _mm_srli_si128(s, 4);
+    add_lane_pairs(lanes_low, lanes_high, sums[0], sums[1], spread_pairs(_mm_unpacklo_epi16(s, shifted), 0, 1));
+    add_lane_pairs(lanes_low, lanes_high, sums[2], sums[3], spread_pairs(_mm_unpackhi_epi16(s, shifted), 0, 1));
+  }
+  return join_lanes(lanes_low, lanes_high);
+}
+
+// The K-quants' super-block lane functions, by weight block type.
+template <class Block>
+TEMPRA_AVX2 inline __m256i k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
+  if constexpr (std::is_same_v<Block, BlockQ6_K>)
+    return q6_k_lanes(x, y, min_sum);
+  else
+    return q45_k_lanes<std::is_same_v<Block, BlockQ5_K>>(x, y, min_sum);
+}
+
+template <class Block>
+TEMPRA_AVX2 float dot_k(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const Block*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     prefetch_ahead<sizeof(x[b])>(x + b);
-    __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = load256(x[b].ql + 64 * h), ql1 = load256(x[b].ql + 64 * h + 32);
-      const __m256i qh = load256(x[b].qh + 32 * h);
-      // Planes 0..3 as codes + 32 (0..63).
-      __m256i plane[4];
-      plane[0] = _mm256_or_si256(_mm256_and_si256(ql0, nibble), _mm256_slli_epi16(_mm256_and_si256(qh, two_bits), 4));
-      plane[1] = _mm256_or_si256(_mm256_and_si256(ql1, nibble),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), two_bits), 4));
-      plane[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), nibble),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), two_bits), 4));
-      plane[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), nibble),
-                                 _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), two_bits), 4));
-      __m256i sums[4];
-      for (int p = 0; p < 4; ++p) {
-        const __m256i q8 = load256(y[b].qs + 128 * h + 32 * p);
-        sums[p] = _mm256_sub_epi16(lane_pair_sums(plane[p], q8), lane_pair_sums(thirty_two, q8));
-      }
-      // Scales s0..s7 of this half as int16; int32s (s0, s2), (s1, s3) pair planes 0 and 1,
-      // (s4, s6), (s5, s7) planes 2 and 3.
-      const __m128i s = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[b].scales + 8 * h)));
-      const __m128i shifted = _mm_srli_si128(s, 4);
-      add_lane_pairs(lanes_low, lanes_high, sums[0], sums[1], spread_pairs(_mm_unpacklo_epi16(s, shifted), 0, 1));
-      add_lane_pairs(lanes_low, lanes_high, sums[2], sums[3], spread_pairs(_mm_unpackhi_epi16(s, shifted), 0, 1));
-    }
-    alignas(16) int32_t lane_sums[8];
-    store_lanes(lanes_low, lanes_high, lane_sums);
+    int min_sum = 0;
+    alignas(32) int32_t lane_sums[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), k_lanes(x[b], y[b], min_sum));
     acc.add_super_block(to_f32(x[b].d) * y[b].d, lane_sums);
+    if constexpr (!std::is_same_v<Block, BlockQ6_K>) acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(min_sum);
   }
   return acc.finish();
+}
+
+// A decode step's K-quant products: eight weight rows at a time, each super-block's lane sums of
+// the eight rows transposed so that the dot's float steps (sums[l] += d * lane l, total -= the
+// mins term) run for the eight rows as vectors, in the dot's order, and the total + sums[0] + ...
+// + sums[7] at the end. The next group's rows are prefetched as these are read.
+template <class Block>
+TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_K* a,
+                             float* c) {
+  constexpr bool kMins = !std::is_same_v<Block, BlockQ6_K>;
+  const Block* row[8];
+  for (int r = 0; r < 8; ++r) row[r] = reinterpret_cast<const Block*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
+  __m256 sums[8], total = _mm256_setzero_ps();
+  for (int l = 0; l < 8; ++l) sums[l] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i lanes[8];
+    alignas(32) int32_t min_sums[8] = {};
+    alignas(16) uint16_t d_bits[8], dmin_bits[8];
+    for (int r = 0; r < 8; ++r) {
+      for (size_t offset = 0; offset < sizeof(Block); offset += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead + offset, 0, 3);
+      lanes[r] = k_lanes(row[r][b], a[b], min_sums[r]);
+      d_bits[r] = row[r][b].d.bits;
+      if constexpr (kMins) dmin_bits[r] = row[r][b].dmin.bits;
+    }
+    x86::transpose8(lanes);  // lanes[l]: lane l of the eight rows
+    const __m256 da = _mm256_set1_ps(a[b].d);
+    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits))), da);
+    for (int l = 0; l < 8; ++l) sums[l] = _mm256_add_ps(sums[l], _mm256_mul_ps(d, _mm256_cvtepi32_ps(lanes[l])));
+    if constexpr (kMins) {
+      const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin_bits)));
+      const __m256i min_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(min_sums));
+      total = _mm256_sub_ps(total, _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(min_sum)));
+    }
+  }
+  for (int l = 0; l < 8; ++l) total = _mm256_add_ps(total, sums[l]);
+  _mm256_maskstore_ps(c, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), total);
+}
+
+template <class Block>
+void gemv_k(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
+  const int64_t nb = k / kSuperBlock;
+  const size_t w_row = size_t(nb) * sizeof(Block);
+  const auto* rows = static_cast<const BlockQ8_K*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  pool.parallel_for((n + 7) / 8, 8, [&](int64_t first, int64_t last) {
+    for (int64_t g = first; g < last; ++g) {
+      const int rows_here = int(std::min<int64_t>(8, n - 8 * g));
+      for (int64_t i = 0; i < m; ++i) gemv_k_rows<Block>(wp, w_row, 8 * g, rows_here, nb, rows + i * nb, c + i * ldc + 8 * g);
+    }
+  });
 }
 
 // ---- Ternary ----
@@ -258,6 +323,12 @@ void quantize_row_q8_k_avx2(const float* x, void* out, int64_t k);
 // quant_gemm_avx2.cpp: sets the integer GEMMs of the dots above.
 void add_avx2_gemms(HotFormatDots& dots);
 
+void add_avx2_k_gemvs(HotFormatDots& dots) {
+  dots.q4_k_gemv = &gemv_k<BlockQ4_K>;
+  dots.q5_k_gemv = &gemv_k<BlockQ5_K>;
+  dots.q6_k_gemv = &gemv_k<BlockQ6_K>;
+}
+
 // This arm's dots, or none when the CPU lacks AVX2 (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx2() {
   static const bool available = cpu_has_avx2();
@@ -265,13 +336,14 @@ std::span<const QuantDot> quant_dots_avx2() {
   static const auto table = [] {
     HotFormatDots dots{.q8_0 = &dot_q8_0,
                        .q4_0 = &dot_q4_0,
-                       .q4_k = &dot_q4_k,
-                       .q5_k = &dot_q5_k,
-                       .q6_k = &dot_q6_k,
+                       .q4_k = &dot_k<BlockQ4_K>,
+                       .q5_k = &dot_k<BlockQ5_K>,
+                       .q6_k = &dot_k<BlockQ6_K>,
                        .tq2_0 = &dot_tq2_0,
                        .q8_0_rows = &quantize_row_q8_0_avx2,
                        .q8_k_rows = &quantize_row_q8_k_avx2};
     add_avx2_gemms(dots);
+    add_avx2_k_gemvs(dots);
     return hot_format_dots(dots);
   }();
   return table;

@@ -297,6 +297,8 @@ void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k);
 // quant_gemm_avx512.cpp: sets the integer GEMMs and GEMVs of the dots above.
 void add_vnni_gemms(HotFormatDots& dots);
+// quant_dot_avx2.cpp: the K-quants' decode GEMVs (AVX2, which every AVX-512 CPU has).
+void add_avx2_k_gemvs(HotFormatDots& dots);
 
 // This arm's dots, or none when the CPU lacks AVX-512 VNNI (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx512() {
@@ -312,6 +314,7 @@ std::span<const QuantDot> quant_dots_avx512() {
                        .q8_0_rows = &quantize_row_q8_0_avx512,
                        .q8_k_rows = &quantize_row_q8_k_avx512};
     add_vnni_gemms(dots);
+    add_avx2_k_gemvs(dots);
     return hot_format_dots(dots);
   }();
   return table;

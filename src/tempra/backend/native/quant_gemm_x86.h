@@ -159,7 +159,7 @@ TEMPRA_X86_PACK void pack_k_lanes(const uint8_t* w, size_t w_row, int64_t j0, in
 
 // One activation row's super-blocks as unsigned quads (a + 128) in the weights' order: 64 int32
 // per super-block, quad 8 l + t.
-TEMPRA_X86_PACK void pack_k_row(const quant::BlockQ8_K* row, int64_t blocks, int32_t* out) {
+TEMPRA_X86_PACK inline void pack_k_row(const quant::BlockQ8_K* row, int64_t blocks, int32_t* out) {
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < blocks; ++b) {
     __m256i v[8];

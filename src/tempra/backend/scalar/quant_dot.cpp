@@ -316,9 +316,9 @@ std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
   return {{
       {quant::q8_0(), quant::q8_0(), d.q8_0, d.q8_0_gemm, d.q8_0_gemv, d.q8_0_rows},
       {quant::q4_0(), quant::q8_0(), d.q4_0, d.q4_0_gemm, d.q4_0_gemv, d.q8_0_rows},
-      {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, nullptr, d.q8_k_rows},
-      {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, nullptr, d.q8_k_rows},
-      {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, nullptr, d.q8_k_rows},
+      {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, d.q4_k_gemv, d.q8_k_rows},
+      {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, d.q5_k_gemv, d.q8_k_rows},
+      {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, d.q6_k_gemv, d.q8_k_rows},
       {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, nullptr, d.q8_k_rows},
   }};
 }
