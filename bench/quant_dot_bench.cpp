@@ -14,6 +14,7 @@
 // GEMMs on any x86 machine).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -174,6 +175,30 @@ uint8_t trial_byte(int mode, std::mt19937& rng) {
   }
 }
 
+// Activation blocks of any bytes in `mode` (trial_byte), -128 included: Q8_0 rows with finite
+// scales; Q8_K rows with finite scales (some of them extreme) and the encoder's block sums, or
+// (every seventh trial) any int16 at all.
+void set_arbitrary_activations(const QuantDot& d, std::vector<uint8_t>& a, int trial, int mode, std::mt19937& rng) {
+  if (d.activation == quant::find_format("q8_k")->dtype) {
+    auto* y = reinterpret_cast<quant::BlockQ8_K*>(a.data());
+    for (size_t b = 0; b < a.size() / sizeof(quant::BlockQ8_K); ++b) {
+      static const float kD[] = {1.0f, -0.5f, 3e-5f, 1e4f};
+      y[b].d = trial % 3 ? std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) : kD[(trial / 3) % 4];
+      for (auto& q : y[b].qs) q = static_cast<int8_t>(trial_byte(mode, rng));
+      for (int j = 0; j < 16; ++j) {
+        int sum = 0;
+        for (int e = 16 * j; e < 16 * j + 16; ++e) sum += y[b].qs[e];
+        y[b].bsums[j] = static_cast<int16_t>(
+            trial % 7 == 6 ? static_cast<int16_t>(static_cast<uint16_t>(trial_byte(0, rng) << 8 | trial_byte(mode, rng)))
+                           : sum);
+      }
+    }
+  } else {
+    for (auto& v : a) v = trial_byte(mode, rng);
+    set_finite_scales<quant::BlockQ8_0>(a, rng);
+  }
+}
+
 TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) {
   std::mt19937 rng(29);
   int compared = 0;
@@ -181,7 +206,6 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
     for (const QuantDot& d : arm.dots) {
       const quant::QuantFormat& wf = *quant::find_format(d.weight);
       const QuantDot& scalar = *find_quant_dot(d.weight, Backend::scalar);
-      const bool k_partner = d.activation == quant::find_format("q8_k")->dtype;
       for (int64_t blocks : kBlockCounts) {
         const int64_t n = blocks * wf.block_elems;
         for (int trial = 0; trial < 60; ++trial) {
@@ -191,25 +215,7 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
           for (auto& v : w) v = trial_byte(w_mode, rng);
           set_weight_scales(wf, w, rng);
           std::vector<uint8_t> a(d.activation.bytes_for(n));
-          if (k_partner) {
-            auto* y = reinterpret_cast<quant::BlockQ8_K*>(a.data());
-            for (int64_t b = 0; b < n / quant::kSuperBlock; ++b) {
-              static const float kD[] = {1.0f, -0.5f, 3e-5f, 1e4f};
-              y[b].d = trial % 3 ? std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng) : kD[(trial / 3) % 4];
-              for (auto& q : y[b].qs) q = static_cast<int8_t>(trial_byte(a_mode, rng));
-              for (int j = 0; j < 16; ++j) {
-                // The encoder's block sums, or (every seventh trial) any int16 at all.
-                int sum = 0;
-                for (int e = 16 * j; e < 16 * j + 16; ++e) sum += y[b].qs[e];
-                y[b].bsums[j] = static_cast<int16_t>(
-                    trial % 7 == 6 ? static_cast<int16_t>(static_cast<uint16_t>(trial_byte(0, rng) << 8 | trial_byte(a_mode, rng)))
-                                   : sum);
-              }
-            }
-          } else {
-            for (auto& v : a) v = trial_byte(a_mode, rng);
-            set_finite_scales<quant::BlockQ8_0>(a, rng);
-          }
+          set_arbitrary_activations(d, a, trial, a_mode, rng);
           ASSERT_TRUE(same_float(d, scalar, n, w, a))
               << arm.name << " " << wf.name << " n=" << n << " trial " << trial << " modes " << w_mode << "/" << a_mode;
           ++compared;
@@ -222,25 +228,29 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
   }
 }
 
-// Each arm's quant_dot_gemm (its integer GEMM where it has one, the blocked dot loop where not)
-// gives every element exactly the scalar dot's float: encoded rows at two spreads and arbitrary
-// bytes, row and column counts that leave partial micro-tiles, 1 and 2 threads, an output row
-// stride wider than n (nothing written past n).
+// Each arm's quant_dot_gemm (its integer GEMM from kQuantGemmMinRows rows, its GEMV below, the
+// blocked dot loop where it has neither) gives every element exactly the scalar dot's float:
+// encoded rows at two spreads and arbitrary bytes, row counts that leave every partial
+// micro-tile of 3, 4 and 6 rows, column counts that leave partial groups, GEMVs wide enough to
+// split across threads, no depth at all, 1 and 2 threads, an output row stride wider than n
+// (nothing written past n).
 TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
   std::mt19937 rng(31);
   std::normal_distribution<float> gauss;
   ThreadPool one(1), two(2);
-  int gemms = 0;
+  std::map<std::string, int> gemms, gemvs;  // per arm
   unsigned j_mode = 0;
   for (const native::QuantDotArm& arm : native::quant_dot_arms()) {
     for (const QuantDot& d : arm.dots) {
-      gemms += d.gemm != nullptr;
+      gemms[arm.name] += d.gemm != nullptr;
+      gemvs[arm.name] += d.gemv != nullptr;
       const quant::QuantFormat& wf = *quant::find_format(d.weight);
       const quant::QuantFormat& af = *quant::find_format(d.activation);
       const QuantDot& scalar = *find_quant_dot(d.weight, Backend::scalar);
       const int64_t unit = std::max(wf.block_elems, af.block_elems);
       for (const auto& [m, n, blocks] : std::vector<std::array<int64_t, 3>>{
-               {1, 5, 1}, {2, 19, 2}, {3, 40, 3}, {4, 16, 2}, {5, 17, 3}, {7, 33, 1}, {13, 70, 2}, {40, 36, 5}}) {
+               {1, 5, 1},  {2, 19, 2}, {3, 40, 3}, {4, 16, 2}, {5, 17, 3},   {6, 17, 2},  {7, 33, 1},  {8, 33, 2},
+               {9, 40, 3}, {13, 70, 2}, {40, 36, 5}, {1, 140, 2}, {3, 136, 1}, {2, 9, 0}, {5, 9, 0}}) {
         const int64_t k = blocks * unit;
         for (int trial = 0; trial < 3; ++trial) {
           std::vector<float> w32(static_cast<size_t>(n * k), 0.0f), a32(static_cast<size_t>(m * k), 0.0f);
@@ -250,10 +260,7 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
           if (trial == 2) {  // arbitrary weight bytes: every code, scale and min
             for (auto& v : w) v = trial_byte(int(j_mode++ % 5), rng);
             set_weight_scales(wf, w, rng);
-            if (af.block_elems == quant::kBlock32) {  // and activations with -128
-              for (auto& v : a) v = trial_byte(4, rng);
-              set_finite_scales<quant::BlockQ8_0>(a, rng);
-            }
+            set_arbitrary_activations(d, a, int(j_mode), 4, rng);  // and activations with -128
           }
           const int64_t ldc = n + 3;
           for (ThreadPool* pool : {&one, &two}) {
@@ -274,11 +281,10 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       }
     }
   }
-  if (has_arm("avx512vnni")) {
-    EXPECT_GE(gemms, 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX-512 VNNI GEMMs";
-  }
-  if (has_arm("avx2")) {
-    EXPECT_GE(gemms, 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX2 GEMMs";
+  for (const char* x86_arm : {"avx512vnni", "avx2"}) {
+    if (!has_arm(x86_arm)) continue;
+    EXPECT_EQ(gemms[x86_arm], 5) << x86_arm << ": Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have integer GEMMs";
+    EXPECT_EQ(gemvs[x86_arm], 5) << x86_arm << ": Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have decode GEMVs";
   }
 }
 

@@ -142,7 +142,7 @@ TEST(QuantDot, native_arms_are_bit_identical_to_scalar) {
   }
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512vnni")) {
-    EXPECT_EQ(compared, 6) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0 have AVX-512 VNNI arms";
+    EXPECT_EQ(compared, 6) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0 have native x86 arms";
   }
 #endif
 }

@@ -70,7 +70,8 @@ struct QuantDotArm {
 };
 
 // The formats every native arm covers, one function each; hot_format_dots() pairs them with
-// their weight and partner dtypes, so the arms list only their own functions.
+// their weight and partner dtypes, so the arms list only functions (an arm may take another's:
+// the x86 VNNI arm uses the AVX2 arm's K-quant GEMVs).
 struct HotFormatDots {
   using Dot = float (*)(int64_t, const void*, const void*);
   Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
@@ -84,7 +85,7 @@ struct HotFormatDots {
 std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& dots);
 
 // The arms this build has and this CPU runs, best first: x86-64 "avx512vnni" (checked by
-// CPUID), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each
+// CPUID; built unless TEMPRA_QUANT_AVX512=OFF, as in the avx2 preset), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each
 // covers Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0. Empty in builds without native arms
 // (TEMPRA_BACKENDS=scalar, other architectures).
 std::span<const QuantDotArm> quant_dot_arms();

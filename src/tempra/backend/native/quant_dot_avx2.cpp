@@ -24,6 +24,10 @@
 // - TQ2_0: codes 0..3 (value c - 1), one integer sum per super-block: vpmaddubsw(c, a) -
 //   vpmaddubsw(1, a), summed over the eight 32-byte planes in int16 (within 8 * 2 * 2 * 128).
 //
+// The K-quants' decode GEMVs (gemv_k) reuse the dots' per-super-block lane sums for eight weight
+// rows at once; the VNNI arm lists them too (every AVX-512 VNNI CPU has AVX2, FMA and F16C, and
+// its CPUID check asks for them).
+//
 // The translation unit may be compiled for a baseline x86-64; these functions opt in to AVX2
 // with a target attribute and are only called after a CPUID check.
 #include <immintrin.h>
@@ -46,6 +50,7 @@ namespace {
 
 using namespace tempra::quant;
 using x86::hsum;
+using x86::load256;
 using x86::mins_dot_bsums;
 using x86::unpack_scales_mins_k4;
 
@@ -55,7 +60,6 @@ using x86::unpack_scales_mins_k4;
 // included, quieted alike); cheaper than its bit manipulation in the 32-element formats' loops.
 TEMPRA_AVX2 inline float f16c_to_f32(f16_t h) { return _cvtsh_ss(h.bits); }
 
-TEMPRA_AVX2 inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 // sum_j w[j] * a[j] over 32 signed bytes each, any values: sign-extended, vpmaddwd, exact.
 TEMPRA_AVX2 inline int dot_i8x32(const int8_t* w, const int8_t* a) {
@@ -116,23 +120,11 @@ TEMPRA_AVX2 inline void add_lane_pairs(__m256i& low, __m256i& high, __m256i a, _
   low = _mm256_add_epi32(low, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), scale_pairs));
   high = _mm256_add_epi32(high, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), scale_pairs));
 }
-TEMPRA_AVX2 inline void store_lanes(__m256i low, __m256i high, int32_t* lanes) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes),
-                   _mm_add_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(lanes + 4),
-                   _mm_add_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1)));
-}
 
 // int32 `first` of `pairs` in the low 128-bit lane, int32 `second` in the high one.
 TEMPRA_AVX2 inline __m256i spread_pairs(__m128i pairs, int first, int second) {
   const __m256i index = _mm256_setr_epi32(first, first, first, first, second, second, second, second);
   return _mm256_permutevar8x32_epi32(_mm256_broadcastsi128_si256(pairs), index);
-}
-
-// Lanes 0..3 of each 128-bit half of `low` and 4..7 of `high` (add_lane_pairs' halves) added
-// into one vector, int32 l = lane l.
-TEMPRA_AVX2 inline __m256i join_lanes(__m256i low, __m256i high) {
-  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
 }
 
 // Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
@@ -169,7 +161,7 @@ TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, int& 
     const __m256i pair = _mm256_permutevar8x32_epi32(scales_both, _mm256_set1_epi32(j));
     add_lane_pairs(lanes_low, lanes_high, a_sums, b_sums, pair);
   }
-  return join_lanes(lanes_low, lanes_high);
+  return x86::add_halves(lanes_low, lanes_high);
 }
 
 // Q6_K: element 128 h + 32 p + l has low bits in ql[64 h + l + 32 (p % 2)] (low nibble for
@@ -204,7 +196,7 @@ TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, in
     add_lane_pairs(lanes_low, lanes_high, sums[0], sums[1], spread_pairs(_mm_unpacklo_epi16(s, shifted), 0, 1));
     add_lane_pairs(lanes_low, lanes_high, sums[2], sums[3], spread_pairs(_mm_unpackhi_epi16(s, shifted), 0, 1));
   }
-  return join_lanes(lanes_low, lanes_high);
+  return x86::add_halves(lanes_low, lanes_high);
 }
 
 // The K-quants' super-block lane functions, by weight block type.
@@ -267,7 +259,7 @@ TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int row
     }
   }
   for (int l = 0; l < 8; ++l) total = _mm256_add_ps(total, sums[l]);
-  _mm256_maskstore_ps(c, _mm256_cmpgt_epi32(_mm256_set1_epi32(rows), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), total);
+  _mm256_maskstore_ps(c, x86::first_lanes(rows), total);
 }
 
 template <class Block>

@@ -285,9 +285,10 @@ TEMPRA_VNNI float dot_tq2_0(int64_t n, const void* w, const void* a) {
 
 bool cpu_has_vnni() {
   __builtin_cpu_init();
+  // AVX2 and FMA too: the K-quant GEMVs are the AVX2 arm's.
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
-         x86::cpu_has_f16c();
+         __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && x86::cpu_has_f16c();
 }
 
 }  // namespace
@@ -295,7 +296,7 @@ bool cpu_has_vnni() {
 // quantize_rows_x86.cpp: the partners' encoders.
 void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k);
-// quant_gemm_avx512.cpp: sets the integer GEMMs and GEMVs of the dots above.
+// quant_gemm_avx512.cpp: sets the integer GEMMs and the Q8_0/Q4_0 GEMVs of the dots above.
 void add_vnni_gemms(HotFormatDots& dots);
 // quant_dot_avx2.cpp: the K-quants' decode GEMVs (AVX2, which every AVX-512 CPU has).
 void add_avx2_k_gemvs(HotFormatDots& dots);

@@ -47,13 +47,30 @@ TEMPRA_X86_AVX2_HELPER void unpack_scales_mins_k4(const uint8_t* q, __m128i& sca
   mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins_low | uint64_t{mins_high} << 32)));
 }
 
+// Eight int16 values v0..v7 as the int32 pairs (v_t, v_t), t = 0..7.
+TEMPRA_X86_AVX2_HELPER __m256i each_twice(__m128i v) {
+  return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
+}
+
 // sum_j bsums[j] * mins[j / 2] over the 16 sums of 16 activations, exact in int32
 // (|bsum| <= 2^15, min < 64).
 TEMPRA_X86_AVX2_HELPER int mins_dot_bsums(__m128i mins, const int16_t* bsums) {
-  const __m256i each_twice = _mm256_set_m128i(_mm_unpackhi_epi16(mins, mins), _mm_unpacklo_epi16(mins, mins));
   const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bsums));
-  return hsum(_mm256_madd_epi16(sums, each_twice));
+  return hsum(_mm256_madd_epi16(sums, each_twice(mins)));
 }
+
+// Lanes 0..3 of `low`'s two 128-bit halves added, then lanes 4..7 of `high`'s: one vector, int32
+// l = lane l (the last step of a transposing sum of eight vectors, or of the K-quants' lane pairs).
+TEMPRA_X86_AVX2_HELPER __m256i add_halves(__m256i low, __m256i high) {
+  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
+}
+
+// The first `count` of eight int32 lanes set: a mask for vmaskmov of a partial group.
+TEMPRA_X86_AVX2_HELPER __m256i first_lanes(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+TEMPRA_X86_AVX2_HELPER __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 
 #undef TEMPRA_X86_AVX2_HELPER
 

@@ -1,6 +1,8 @@
 // tempra/backend/native/quant_gemm_avx2.cpp: the AVX2 integer GEMMs behind QuantDot::gemm
-// (prompts, verify passes) on CPUs without AVX-512 VNNI: Q8_0 and Q4_0 weights against Q8_0
-// activations, Q4_K, Q5_K and Q6_K against Q8_K.
+// (prompts, verify passes) where the VNNI arm is not there (a CPU without it, or a build with
+// TEMPRA_QUANT_AVX512=OFF): Q8_0 and Q4_0 weights against Q8_0 activations, Q4_K, Q5_K and Q6_K
+// against Q8_K; and the Q8_0/Q4_0 GEMVs behind QuantDot::gemv (decode steps; the K-quants' are in
+// quant_dot_avx2.cpp, beside the dots whose lane sums they share).
 //
 // The same contract as the VNNI GEMMs (quant_gemm_avx512.cpp): every output is exactly the float
 // the AVX2 dot (quant_dot_avx2.cpp) and the scalar spec return, the same exact integer sums then
@@ -66,9 +68,7 @@ TEMPRA_AVX2 inline __m256i load_shared(const void* p) {
 TEMPRA_AVX2 inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
 
 // Which of a task's (at most 16) columns are real: lane l of group g stores when 8 g + l < cols.
-TEMPRA_AVX2 inline __m256i store_mask(int cols, int group) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols - kLanes * group), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
+TEMPRA_AVX2 inline __m256i store_mask(int cols, int group) { return x86::first_lanes(cols - kLanes * group); }
 
 // ---- Q8_0 and Q4_0 ----
 
@@ -91,6 +91,8 @@ struct alignas(32) PackedBlock<Weights::q8_0> {
   int16_t pairs[kPairs][kLanes][2];  // pair p of column c: elements 2p, 2p + 1
   float scale[kLanes];
 };
+// A task's second group starts nb blocks after the first: still aligned for vector loads.
+static_assert(sizeof(PackedBlock<Weights::q4_0>) % 32 == 0 && sizeof(PackedBlock<Weights::q8_0>) % 32 == 0);
 
 // Packs columns j0 .. j0 + cols - 1 (cols <= 8; the last is repeated to fill the group) of the
 // weight rows, every block: each column's block unpacked into a vector per quad or pair row,
@@ -131,16 +133,16 @@ TEMPRA_AVX2 void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
 // accumulator's start); for Q8_0 the row widened to int16 (pairs read as int32 broadcasts).
 struct RowTables {
   float* scale;
-  int32_t* start;  // Q4_0
-  int16_t* wide;   // Q8_0: k int16 per row
+  int32_t* start;  // Q4_0 only
+  int16_t* wide;   // Q8_0 only: k int16 per row
 };
 
 template <Weights W>
 TEMPRA_AVX2 RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool) {
-  const size_t wide_floats = W == Weights::q8_0 ? size_t(m * nb * kBlock32) / 2 : 0;
-  float* tables = thread_scratch(0).floats(size_t(2 * m * nb) + wide_floats);
-  const RowTables t{tables, reinterpret_cast<int32_t*>(tables + m * nb),
-                    reinterpret_cast<int16_t*>(tables + 2 * m * nb)};
+  // The scales, then Q4_0's starts or Q8_0's widened rows.
+  const size_t second = W == Weights::q4_0 ? size_t(m * nb) : size_t(m * nb * kBlock32) / 2;
+  float* tables = thread_scratch(0).floats(size_t(m * nb) + second);
+  const RowTables t{tables, reinterpret_cast<int32_t*>(tables + m * nb), reinterpret_cast<int16_t*>(tables + m * nb)};
   pool.parallel_for(m, 1 + 512 / (nb + 1), [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
       const auto* row = reinterpret_cast<const BlockQ8_0*>(ap) + i * nb;
@@ -279,8 +281,8 @@ TEMPRA_AVX2 void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void
 TEMPRA_AVX2 inline __m256i row_sums_8(const __m256i* v) {
   const __m256i h01 = _mm256_hadd_epi32(v[0], v[1]), h23 = _mm256_hadd_epi32(v[2], v[3]);
   const __m256i h45 = _mm256_hadd_epi32(v[4], v[5]), h67 = _mm256_hadd_epi32(v[6], v[7]);
-  const __m256i low = _mm256_hadd_epi32(h01, h23), high = _mm256_hadd_epi32(h45, h67);  // rows 0-3 | 0-3, 4-7 | 4-7
-  return _mm256_add_epi32(_mm256_permute2x128_si256(low, high, 0x20), _mm256_permute2x128_si256(low, high, 0x31));
+  // Rows 0-3 in each half of one, 4-7 in each half of the other.
+  return x86::add_halves(_mm256_hadd_epi32(h01, h23), _mm256_hadd_epi32(h45, h67));
 }
 
 template <Weights W>

@@ -241,7 +241,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 // share a zmm) against the activation block, the eight lane sums of each row added by a
 // transposing tree (exact in int32), the offset term subtracted, and the dot's float step for the
 // sixteen rows as one vector. The next group's rows are prefetched as these are read
-// (prefetch.h says why).
+// (prefetch.h says why). The K-quants' GEMVs are quant_dot_avx2.cpp's, for both x86 arms.
 
 // The int32 sums of the 8 lanes of each half of v[0..7] (half 0: rows 0..7, half 1: rows 8..15),
 // as one vector in row order.

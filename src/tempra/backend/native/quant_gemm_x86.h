@@ -20,6 +20,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -51,8 +52,6 @@ TEMPRA_X86_PACK inline void transpose8(__m256i v[8]) {
   }
 }
 
-TEMPRA_X86_PACK inline __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-
 // ---- K-quants ----
 
 // One super-block of one group of kCols columns.
@@ -64,6 +63,10 @@ struct alignas(64) PackedKSuperBlock {
   int32_t mins[8][kCols];         // (min_i, min_i) as int16 (Q4_K, Q5_K)
   float d[kCols], dmin[kCols];
 };
+// Every field of a super-block, and the next super-block, starts on a vector of kCols int32.
+static_assert(sizeof(PackedKSuperBlock<8>) % 32 == 0 && offsetof(PackedKSuperBlock<8>, d) % 32 == 0);
+static_assert(sizeof(PackedKSuperBlock<16>) % 64 == 0 && offsetof(PackedKSuperBlock<16>, d) % 64 == 0 &&
+              offsetof(PackedKSuperBlock<16>, dmin) % 64 == 0);
 
 enum class KWeights { q4_k, q5_k, q6_k };
 
@@ -99,11 +102,6 @@ TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t) {
     }
     return codes;
   }
-}
-
-// Eight int16 values v0..v7 as the int32 pairs (v_t, v_t), t = 0..7.
-TEMPRA_X86_PACK inline __m256i each_twice(__m128i v) {
-  return _mm256_set_m128i(_mm_unpackhi_epi16(v, v), _mm_unpacklo_epi16(v, v));
 }
 
 // Packs lanes lane0 .. lane0 + 7 of a group whose lane c holds column j0 + min(c, cols - 1) (so

@@ -3,8 +3,10 @@
 // GEMM packs panels of its operands into contiguous, aligned buffers. Those buffers belong to
 // the thread that packs them and outlive the call: each grows to the largest size asked of it
 // and is then reused, so a steady-state kernel call allocates nothing (decode calls the same
-// shapes thousands of times). Memory held: at most a few MiB per thread (see gemm.cpp's
-// blocking constants); it is released when the thread exits. docs/MEMORY-MODEL.md lists it.
+// shapes thousands of times). Memory held: a few MiB per thread for the f32 GEMM (see gemm.cpp's
+// blocking constants); the integer GEMMs' activation tables grow with m x k (1 to 2.25 bytes per
+// activation) and are kept as long; all of it is released when the thread exits.
+// docs/MEMORY-MODEL.md lists it.
 #pragma once
 
 #include <cstddef>
