@@ -421,56 +421,20 @@ TEMPRA_AVX2 void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
     }
 }
 
+// Row tiles of up to 4 rows (8 int32 sums, four shared vectors and a broadcast in 16 ymm).
 template <KWeights W>
-TEMPRA_AVX2 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
-                        ThreadPool& pool) {
+void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   constexpr bool kMins = W != KWeights::q6_k;
-  constexpr int kRows = 4;
-  const int64_t nb = k / kSuperBlock;
-  if (nb == 0) {  // no depth: the dot's zeros (the micro-tile's sums start with a super-block)
-    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
-    return;
-  }
-  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
-  const auto* rows = static_cast<const BlockQ8_K*>(a);
-  const auto* wp = static_cast<const uint8_t*>(w);
-  // The activation rows as quads, on this thread's scratch (read by every task).
-  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
-  pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) x86::pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
-  });
-  const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
-  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    auto* packed = reinterpret_cast<KPacked*>(
-        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(KPacked) / sizeof(float)));
-    for (int64_t task = first; task < last; ++task) {
-      const int64_t j0 = task * kTaskCols;
-      const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
-      KPacked* g0 = packed;
-      KPacked* g1 = packed + nb;
-      x86::pack_k_lanes<W>(wp, w_row, j0, std::min(cols, kLanes), 0, nb, g0);
-      if (cols > kLanes)
-        x86::pack_k_lanes<W>(wp, w_row, j0 + kLanes, cols - kLanes, 0, nb, g1);
-      else
-        g1 = g0;  // computed, never stored
-      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-        const int count = int(std::min<int64_t>(kRows, m - i0));
-        const int32_t* a_quads[kRows];
-        const BlockQ8_K* a_rows[kRows];
-        for (int r = 0; r < count; ++r) {
-          a_quads[r] = packed_a + (i0 + r) * nb * 64;
-          a_rows[r] = rows + (i0 + r) * nb;
-        }
-        float* ct = c + i0 * ldc + j0;
-        if (count == 1)
-          k_micro_tile<1, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
-        else if (count == 2)
-          k_micro_tile<2, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
-        else if (count == 3)
-          k_micro_tile<3, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
-        else
-          k_micro_tile<kRows, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, cols);
-      }
+  x86::k_gemm_tasks<W, kLanes, 4>(m, n, k, a, w, c, ldc, pool, [](const x86::KTile<kLanes>& t) {
+    switch (t.rows) {
+      case 1:
+        return k_micro_tile<1, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, t.cols);
+      case 2:
+        return k_micro_tile<2, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, t.cols);
+      case 3:
+        return k_micro_tile<3, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, t.cols);
+      default:
+        return k_micro_tile<4, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, t.cols);
     }
   });
 }

@@ -398,77 +398,26 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
     }
 }
 
-// Packs one group of 16 columns (cols real ones, the last repeated) as two halves of 8.
-template <KWeights W>
-void pack_k_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, KPacked* out) {
-  x86::pack_k_lanes<W>(w, w_row, j0, cols, 0, blocks, out);
-  x86::pack_k_lanes<W>(w, w_row, j0, cols, 8, blocks, out);
-}
-
+// Row tiles of up to 6 rows (12 int32 sums in zmm registers).
 template <KWeights W>
 void k_gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   constexpr bool kMins = W != KWeights::q6_k;
-  constexpr int kRows = 6;
-  const int64_t nb = k / kSuperBlock;
-  if (nb == 0) {  // no depth: the dot's zeros (the micro-tile's sums start with a super-block)
-    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
-    return;
-  }
-  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
-  const auto* rows = static_cast<const BlockQ8_K*>(a);
-  const auto* wp = static_cast<const uint8_t*>(w);
-  // The activation rows as quads, on this thread's scratch (read by every task).
-  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
-  pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) x86::pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
-  });
-  constexpr int64_t kTaskCols = kLanes * kGroups;
-  const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
-  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    auto* packed =
-        reinterpret_cast<KPacked*>(thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(KPacked) / sizeof(float)));
-    for (int64_t task = first; task < last; ++task) {
-      const int64_t j0 = task * kTaskCols;
-      const int cols0 = int(std::min<int64_t>(kLanes, n - j0));
-      const int cols1 = int(std::clamp<int64_t>(n - j0 - kLanes, 0, kLanes));
-      KPacked* g0 = packed;
-      KPacked* g1 = packed + nb;
-      pack_k_group<W>(wp, w_row, j0, cols0, nb, g0);
-      if (cols1 > 0)
-        pack_k_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
-      else
-        g1 = g0;  // computed, never stored
-      const __mmask16 m0 = __mmask16((1u << cols0) - 1), m1 = __mmask16((1u << cols1) - 1);
-      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-        const int count = int(std::min<int64_t>(kRows, m - i0));
-        const int32_t* a_quads[kRows];
-        const BlockQ8_K* a_rows[kRows];
-        for (int r = 0; r < count; ++r) {
-          a_quads[r] = packed_a + (i0 + r) * nb * 64;
-          a_rows[r] = rows + (i0 + r) * nb;
-        }
-        float* ct = c + i0 * ldc + j0;
-        switch (count) {
-          case 1:
-            k_micro_tile<1, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-          case 2:
-            k_micro_tile<2, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-          case 3:
-            k_micro_tile<3, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-          case 4:
-            k_micro_tile<4, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-          case 5:
-            k_micro_tile<5, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-          default:
-            k_micro_tile<kRows, kMins>(a_quads, a_rows, nb, g0, g1, ct, ldc, m0, m1);
-            break;
-        }
-      }
+  x86::k_gemm_tasks<W, kLanes, 6>(m, n, k, a, w, c, ldc, pool, [](const x86::KTile<kLanes>& t) {
+    const __mmask16 m0 = __mmask16((1u << std::min(t.cols, kLanes)) - 1);
+    const __mmask16 m1 = __mmask16((1u << std::clamp(t.cols - kLanes, 0, kLanes)) - 1);
+    switch (t.rows) {
+      case 1:
+        return k_micro_tile<1, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
+      case 2:
+        return k_micro_tile<2, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
+      case 3:
+        return k_micro_tile<3, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
+      case 4:
+        return k_micro_tile<4, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
+      case 5:
+        return k_micro_tile<5, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
+      default:
+        return k_micro_tile<6, kMins>(t.a_quads, t.a_rows, t.nb, t.g0, t.g1, t.c, t.ldc, m0, m1);
     }
   });
 }

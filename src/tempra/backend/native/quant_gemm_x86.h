@@ -26,6 +26,8 @@
 
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_dot_x86.h"
+#include "tempra/backend/native/scratch.h"
+#include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
 
 namespace tempra::native::x86 {
@@ -165,6 +167,71 @@ TEMPRA_X86_PACK inline void pack_k_row(const quant::BlockQ8_K* row, int64_t bloc
     transpose8(v);
     for (int l = 0; l < 8; ++l) _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + b * 64 + 8 * l), v[l]);
   }
+}
+
+// A row tile's operands for a K-quant micro-kernel: `rows` activation rows (their quads and
+// their Q8_K blocks), the task's two groups of packed columns (cols real columns in all), the
+// output tile.
+template <int kCols>
+struct KTile {
+  int rows;
+  const int32_t* const* a_quads;
+  const quant::BlockQ8_K* const* a_rows;
+  int64_t nb;
+  const PackedKSuperBlock<kCols>* g0;
+  const PackedKSuperBlock<kCols>* g1;
+  float* c;
+  int64_t ldc;
+  int cols;
+};
+
+// The K-quant GEMM around an arm's micro-kernel: the activation rows regrouped in quads once, on
+// the calling thread's scratch (slot 0, read by every task); then tasks of two groups of kCols
+// columns, packed on each thread's own scratch (slot 1), and tile(KTile) for each row tile of at
+// most kRows rows. No depth gives the dot's zeros (the micro-kernels' sums start with a
+// super-block).
+template <KWeights W, int kCols, int kRows, class Tile>
+void k_gemm_tasks(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                  ThreadPool& pool, Tile tile) {
+  using Packed = PackedKSuperBlock<kCols>;
+  constexpr int64_t kTaskCols = 2 * kCols;
+  const int64_t nb = k / quant::kSuperBlock;
+  if (nb == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+    return;
+  }
+  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
+  const auto* rows = static_cast<const quant::BlockQ8_K*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  auto* packed_a = reinterpret_cast<int32_t*>(thread_scratch(0).floats(size_t(m * nb * 64)));
+  pool.parallel_for(m, 1 + 16384 / (k + 1), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) pack_k_row(rows + i * nb, nb, packed_a + i * nb * 64);
+  });
+  const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
+  pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
+    auto* packed = reinterpret_cast<Packed*>(thread_scratch(1).floats(size_t(2 * nb) * sizeof(Packed) / sizeof(float)));
+    for (int64_t task = first; task < last; ++task) {
+      const int64_t j0 = task * kTaskCols;
+      const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
+      Packed* g0 = packed;
+      Packed* g1 = packed + nb;
+      for (int lane0 = 0; lane0 < kCols; lane0 += 8) pack_k_lanes<W>(wp, w_row, j0, std::min(cols, kCols), lane0, nb, g0);
+      if (cols > kCols)
+        for (int lane0 = 0; lane0 < kCols; lane0 += 8) pack_k_lanes<W>(wp, w_row, j0 + kCols, cols - kCols, lane0, nb, g1);
+      else
+        g1 = g0;  // computed, never stored
+      for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+        const int count = int(std::min<int64_t>(kRows, m - i0));
+        const int32_t* a_quads[kRows];
+        const quant::BlockQ8_K* a_rows[kRows];
+        for (int r = 0; r < count; ++r) {
+          a_quads[r] = packed_a + (i0 + r) * nb * 64;
+          a_rows[r] = rows + (i0 + r) * nb;
+        }
+        tile(KTile<kCols>{count, a_quads, a_rows, nb, g0, g1, c + i0 * ldc + j0, ldc, cols});
+      }
+    }
+  });
 }
 
 #undef TEMPRA_X86_PACK
