@@ -171,8 +171,17 @@ TEMPRA_AVX2 inline __m256i broadcast32(const void* p) {
   return _mm256_set1_epi32(v);
 }
 
-// R rows x the two groups, every block: the exact int32 sum of each block, then the dot's float
-// step (Q8_0: acc += float(s) * (d_w * d_a); Q4_0: acc += float(s) * d_w * d_a, left to right).
+// The dot's float step for a block's exact sums s: Q8_0 acc + float(s) * (d_w * d_a); Q4_0
+// acc + float(s) * d_w * d_a, left to right.
+template <Weights W>
+TEMPRA_AVX2 inline __m256 add_block(__m256 acc, __m256i s, __m256 dw, __m256 da) {
+  if constexpr (W == Weights::q8_0)
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, da)));
+  else
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), dw), da));
+}
+
+// R rows x the two groups, every block: the exact int32 sum of each block, then add_block.
 template <int R, Weights W>
 TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, int64_t nb, int64_t first_row,
                             const PackedBlock<W>* g0, const PackedBlock<W>* g1, float* c, int64_t ldc, int cols) {
@@ -213,13 +222,8 @@ TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
     const __m256 d0 = _mm256_load_ps(g0[b].scale), d1 = _mm256_load_ps(g1[b].scale);
     for (int r = 0; r < R; ++r) {
       const __m256 da = _mm256_set1_ps(t.scale[(first_row + r) * nb + b]);
-      if constexpr (W == Weights::q8_0) {
-        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(_mm256_cvtepi32_ps(s[r][0]), _mm256_mul_ps(d0, da)));
-        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(_mm256_cvtepi32_ps(s[r][1]), _mm256_mul_ps(d1, da)));
-      } else {
-        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[r][0]), d0), da));
-        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s[r][1]), d1), da));
-      }
+      acc[r][0] = add_block<W>(acc[r][0], s[r][0], d0, da);
+      acc[r][1] = add_block<W>(acc[r][1], s[r][1], d1, da);
     }
   }
   const __m256i m0 = store_mask(cols, 0), m1 = store_mask(cols, 1);
@@ -320,10 +324,7 @@ TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
                                                      short(row[3][b].d.bits), short(row[4][b].d.bits), short(row[5][b].d.bits),
                                                      short(row[6][b].d.bits), short(row[7][b].d.bits)));
     const __m256 da = _mm256_set1_ps(t.scale[row_index * nb + b]);
-    if constexpr (W == Weights::q8_0)
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dw, da)));
-    else
-      acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(s), dw), da));
+    acc = add_block<W>(acc, s, dw, da);
   }
   _mm256_maskstore_ps(c, store_mask(rows, 0), acc);
 }
