@@ -352,7 +352,6 @@ TEMPRA_AVX2 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void
 // ---- K-quants (quant_gemm_x86.h: the packed layout) ----
 
 using KPacked = x86::PackedKSuperBlock<kLanes>;
-using x86::KBlock;
 using x86::KWeights;
 
 // R rows x the two groups, every super-block, lane after lane: R x 2 integer sums in registers;

@@ -331,7 +331,6 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 // ---- K-quants (quant_gemm_x86.h: the packed layout, here in groups of 16 columns) ----
 
 using KPacked = x86::PackedKSuperBlock<kLanes>;
-using x86::KBlock;
 using x86::KWeights;
 
 // R rows x the two groups, every super-block, lane after lane: each quad's pairs by vpmaddubsw,
