@@ -17,6 +17,7 @@
 
 #include "apps/qwen3_fixture.h"
 #include "support/errors.h"
+#include "support/files.h"
 #include "tempra/io/ggml_types.h"
 #include "tempra/io/gguf_writer.h"
 
@@ -26,9 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tempra-quantize-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+  return testing::scratch_dir("tempra-quantize-test") / name;
 }
 
 fs::path model(const std::string& name, const testing::Qwen3Spec& spec) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,8 +56,11 @@ std::string mixed_text() {
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("tempra_bpe_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // A parameterized test's name holds a '/', which would make this two folders, of which only
+    // the inner one would be removed.
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(test.begin(), test.end(), '/', '_');
+    path = fs::temp_directory_path() / ("tempra_bpe_" + std::to_string(::getpid()) + "_" + test);
     fs::create_directories(path);
   }
   ~TempDir() {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "tempra/core/error.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/io/safetensors.h"
@@ -36,9 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_path(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("tempra_checkpoint_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
+  return testing::scratch_dir("tempra_checkpoint_test") / name;
 }
 
 const std::vector<std::pair<std::string, Dims>> kShapes{

@@ -30,10 +30,23 @@ inline std::string read_text(const std::filesystem::path& p) {
 }
 
 // A folder in the temporary directory named `name` and unique to this process, created on the
-// first call; the same path on every later call with that name.
+// first call; the same path on every later call with that name. The folders are removed when the
+// process that made them exits (a forked child's exit leaves them to its parent): test binaries
+// run thousands of times on a developer's machine, and each left copy of a model file fills /tmp.
 inline const std::filesystem::path& scratch_dir(const std::string& name) {
-  static std::map<std::string, std::filesystem::path> made;  // test bodies run on one thread
-  auto [it, fresh] = made.try_emplace(name);
+  struct Scratch {
+    pid_t owner = ::getpid();
+    std::map<std::string, std::filesystem::path> made;  // test bodies run on one thread
+    ~Scratch() {
+      if (::getpid() != owner) return;
+      for (const auto& [_, dir] : made) {
+        std::error_code ignored;  // a test may have removed it, or left it read-only
+        std::filesystem::remove_all(dir, ignored);
+      }
+    }
+  };
+  static Scratch scratch;
+  auto [it, fresh] = scratch.made.try_emplace(name);
   if (fresh) {
     it->second = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
     std::filesystem::create_directories(it->second);
