@@ -110,6 +110,32 @@ struct CacheAttentionArgs {
   int64_t window = 0;
 };
 
+// The gated delta rule (Gated DeltaNet's recurrence; llama.cpp's ggml_gated_delta_net) over one
+// sequence's n tokens and all its value heads. Value head h reads key head h % k_heads. Token t's
+// query and key of head h are the head_dim floats at q + t * qk_stride + h * head_dim (and k
+// alike; L2-normed by the caller), its value at v + t * v_stride + h * head_dim, its log decay g
+// and its beta at [t * v_heads + h]. Each value head's state M (head_dim x head_dim, row j for
+// value dim j) is stored column by column: M[j][i] at state + h * head_dim^2 + i * head_dim + j,
+// so that a column (one key dim of every row) is contiguous and the rows evolve side by side in
+// vector lanes. Per token, row by row (each row on its own):
+//   M[j] *= exp(g);  delta = (v[j] - M[j] . k) beta;  M[j] += delta k;  out[j] = (M[j] . q) / sqrt(head_dim)
+// each dot summed over i in order from 0, every operation rounded on its own (no fused
+// multiply-add), so every backend gives the same bits and a token's bits do not depend on the
+// tokens beside it. out's token t, head h: out + t * out_stride + h * head_dim.
+struct DeltaRuleArgs {
+  const float* q;
+  const float* k;
+  int64_t qk_stride;
+  const float* v;
+  int64_t v_stride;
+  const float* log_decay;
+  const float* beta;
+  int64_t n, k_heads, v_heads, head_dim;
+  float* state;
+  float* out;
+  int64_t out_stride;
+};
+
 struct Conv1dShape {
   int64_t batch, in_channels, in_len, out_channels, kernel, out_len;
   int64_t stride, pad_left, dilation, groups;

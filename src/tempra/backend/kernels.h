@@ -133,6 +133,9 @@ using Conversion = void (*)(const From* in, To* out, int64_t n, ThreadPool&);
 template <class KV>
 using CacheAttention = void (*)(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool&);
 
+// The gated delta rule in place over a sequence's recurrent state (DeltaRuleArgs); allocation-free.
+using GatedDeltaRule = void (*)(const DeltaRuleArgs& args, ThreadPool&);
+
 struct Kernels {
   const char* name;
   FloatKernels<float> f32;
@@ -148,6 +151,7 @@ struct Kernels {
   CacheAttention<float> cache_attention_f32;
   CacheAttention<f16_t> cache_attention_f16;
   CacheAttention<quant::BlockQ8_0> cache_attention_q8_0;
+  GatedDeltaRule gated_delta_rule;
 };
 
 // The table for a backend. A backend not compiled into this build gets the scalar table.

@@ -52,6 +52,7 @@ Kernels make_native_kernels() {
   table.cache_attention_f32 = &native::cache_attention<float>;
   table.cache_attention_f16 = &native::cache_attention<f16_t>;
   table.cache_attention_q8_0 = &native::cache_attention<quant::BlockQ8_0>;
+  table.gated_delta_rule = &native::gated_delta_rule;
 #endif
   return table;
 }

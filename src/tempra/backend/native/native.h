@@ -45,6 +45,8 @@ void attention_grad(const float* q, const float* k, const float* v, const float*
                     float* gq, float* gk, float* gv, ThreadPool& pool);
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
+// Bitwise scalar's: the rows of M in vector lanes (delta_rule.cpp).
+void gated_delta_rule(const DeltaRuleArgs& args, ThreadPool& pool);
 // Stride-1 convolutions that read no padding (conv1d.cpp); others call scalar's.
 void conv1d(const float* x, const float* w, const float* bias, const Conv1dShape& shape, float* out, ThreadPool& pool);
 void conv1d_grad(const float* x, const float* w, const float* g, const Conv1dShape& shape, float* gx, float* gw,

@@ -27,7 +27,7 @@ const Kernels& scalar_kernels() {
                              &scalar::convert_half<f16_t, float>, &scalar::convert_half<bf16_t, float>,
                              &scalar::convert_half<float, f16_t>, &scalar::convert_half<float, bf16_t>,
                              &scalar::cache_attention<float>, &scalar::cache_attention<f16_t>,
-                             &scalar::cache_attention<quant::BlockQ8_0>};
+                             &scalar::cache_attention<quant::BlockQ8_0>, &scalar::gated_delta_rule};
   return table;
 }
 

@@ -63,6 +63,7 @@ void attention(const T* q, const T* k, const T* v, const AttentionShape& shape, 
 // widened as it is read, so an f16 cache gives the bits of attention over its widened copy.
 template <class KV>
 void cache_attention(const CacheAttentionArgs<KV>& args, float* scores, ThreadPool& pool);
+void gated_delta_rule(const DeltaRuleArgs& args, ThreadPool& pool);
 template <class T>
 void cross_entropy(const T* logits, int64_t rows, int64_t classes, const int64_t* targets, int64_t ignore_index,
                    T* loss, ThreadPool& pool);

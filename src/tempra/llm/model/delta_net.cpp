@@ -9,21 +9,6 @@
 #include "tempra/llm/model/decoder.h"
 
 namespace tempra::llm {
-namespace {
-
-// a . b over n floats in eight running sums (so the compiler vectorizes the loop), added in a
-// fixed order: the same bits for a token whatever the batch.
-float dot(const float* a, const float* b, int64_t n) {
-  float lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lanes[l] += a[i + l] * b[i + l];
-  float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace
 
 void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps, float* conv_state,
                     float* out, int64_t first, int64_t last) {
@@ -41,27 +26,6 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
     }
     // The last `cached` input rows; row r reads row n + r >= r, not yet overwritten.
     for (int64_t r = 0; r < cached; ++r) conv_state[r * channels + c] = in(n + r, c);
-  }
-}
-
-void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride, const float* g,
-                const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim, float* state, float* out,
-                int64_t out_stride) {
-  const int64_t S = head_dim;
-  const float scale = 1.0f / std::sqrt(float(S));
-  for (int64_t t = 0; t < n; ++t) {
-    const float *qt = q + t * q_stride, *kt = k + t * q_stride, *vt = v + t * v_stride + h * S;
-    const float decay = std::exp(g[t * v_heads + h]), b = beta[t * v_heads + h];
-    float* ot = out + t * out_stride + h * S;
-    // Each row of M evolves on its own (decay, its delta, its update, its output), so one row
-    // at a time, in two sweeps that stay in L1: the bits of ggml's four sweeps over all of M.
-    for (int64_t j = 0; j < S; ++j) {
-      float* row = state + j * S;
-      for (int64_t i = 0; i < S; ++i) row[i] *= decay;
-      const float d = (vt[j] - dot(row, kt, S)) * b;
-      for (int64_t i = 0; i < S; ++i) row[i] += kt[i] * d;
-      ot[j] = dot(row, qt, S) * scale;
-    }
   }
 }
 
@@ -107,19 +71,27 @@ void ForwardPass::gated_delta_net(int layer, const float* x, const DeltaNetWeigh
     for (int64_t j = first; j < last; ++j) l2_norm(conv + (j / (2 * Hk)) * C + (j % (2 * Hk)) * S, S, float(eps));
   });
 
-  // The delta rule, per sequence over its own state; value head h reads key head h % Hk.
+  // The delta rule, per sequence over its own state.
   row = 0;
   for (const SequenceRows& seq : batch_) {
     const auto m = int64_t(seq.tokens.size());
-    float* matrices = seq.cache->recurrent_state(layer) + shape.conv_floats();
     const float* rows = conv + row * C;
-    pool().parallel_for(Hv, 1, [&](int64_t first, int64_t last) {
-      for (int64_t h = first; h < last; ++h) {
-        const int64_t kh = h % Hk;
-        delta_rule(rows + kh * S, rows + Kd + kh * S, C, rows + 2 * Kd, C, g + row * Hv, beta + row * Hv, Hv, h, m, S,
-                   matrices + h * S * S, o + row * Vd, Vd);
-      }
-    });
+    kernels_for(ctx_.backend())
+        .gated_delta_rule({.q = rows,
+                           .k = rows + Kd,
+                           .qk_stride = C,
+                           .v = rows + 2 * Kd,
+                           .v_stride = C,
+                           .log_decay = g + row * Hv,
+                           .beta = beta + row * Hv,
+                           .n = m,
+                           .k_heads = Hk,
+                           .v_heads = Hv,
+                           .head_dim = S,
+                           .state = seq.cache->recurrent_state(layer) + shape.conv_floats(),
+                           .out = o + row * Vd,
+                           .out_stride = Vd},
+                          pool());
     row += m;
   }
   // norm_gated: rms_norm(o) * ssm_norm per head, times silu(z).

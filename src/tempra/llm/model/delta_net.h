@@ -1,9 +1,9 @@
 // tempra/llm/model/delta_net.h: the Gated DeltaNet layer (Yang, Kautz and Hatamizadeh 2024,
 // "Gated Delta Networks"), the linear attention of Qwen3-Next and Qwen3.5, as llama.cpp's CPU
 // backend computes it (src/models/delta-net-base.cpp and qwen35.cpp; ggml-cpu ops ssm_conv,
-// l2_norm and gated_delta_net): its shape, its weights and the two loops that carry state from
-// one token to the next. ForwardPass::gated_delta_net (decoder.h) composes them with the
-// projections.
+// l2_norm and gated_delta_net): its shape, its weights and the convolution that carries state
+// from one token to the next. ForwardPass::gated_delta_net (decoder.h) composes it with the
+// projections and the delta rule, which is a backend kernel (Kernels::gated_delta_rule).
 //
 // Contract: the loops are plain, unchecked and allocation-free over f32 buffers whose extents
 // the caller validated at load (model_loader.h) and in check_batch; they run one sequence at a
@@ -30,7 +30,8 @@ struct DeltaNetShape {
   // The convolved channels, q | k | v.
   int64_t channels() const { return 2 * key_dim() + value_dim(); }
   // One sequence's state per layer: the convolution's last conv_kernel - 1 input rows
-  // [conv_kernel - 1, channels], then each value head's matrix [v_heads, head_dim, head_dim].
+  // [conv_kernel - 1, channels], then each value head's matrix [v_heads, head_dim, head_dim],
+  // stored column by column as the delta rule's kernel takes it (DeltaRuleArgs, kernel_args.h).
   int64_t conv_floats() const { return (conv_kernel - 1) * channels(); }
   int64_t state_floats() const { return conv_floats() + v_heads * head_dim * head_dim; }
 };
@@ -49,16 +50,6 @@ struct DeltaNetWeights {
 // last taps - 1 rows of `in`.
 void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps, float* conv_state,
                     float* out, int64_t first, int64_t last);
-
-// ggml_gated_delta_net for value head `h` of one sequence's n tokens. Row t of q and k (stride
-// q_stride, the head's head_dim dims at k_head * head_dim; L2-normed) and of v (stride
-// v_stride, at h * head_dim); g[t * v_heads + h] and beta[t * v_heads + h]. The state M
-// (head_dim x head_dim, row j for value dim j, as ggml stores S transposed) evolves per token as
-//   M *= exp(g);  delta[j] = (v[j] - M[j] . k) beta;  M[j] += delta[j] k;  out[j] = M[j] . q / sqrt(head_dim)
-// and out's row t is at t * out_stride + h * head_dim.
-void delta_rule(const float* q, const float* k, int64_t q_stride, const float* v, int64_t v_stride, const float* g,
-                const float* beta, int64_t v_heads, int64_t h, int64_t n, int64_t head_dim, float* state, float* out,
-                int64_t out_stride);
 
 // ggml_l2_norm of one vector of `width`, in place: x / max(|x|, eps), the squares summed in double.
 void l2_norm(float* x, int64_t width, float eps);
