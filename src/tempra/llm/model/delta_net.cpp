@@ -14,18 +14,29 @@ void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* ke
                     float* out, int64_t first, int64_t last) {
   const int64_t cached = taps - 1;
   // Row r of the convolution's input: a cached row, then the sequence's own.
-  const auto in = [&](int64_t r, int64_t c) {
-    return r < cached ? conv_state[r * channels + c] : x[(r - cached) * channels + c];
-  };
-  for (int64_t c = first; c < last; ++c) {
-    const float* w = kernel + c * taps;
+  const auto row = [&](int64_t r) { return r < cached ? conv_state + r * channels : x + (r - cached) * channels; };
+  // Bands of channels, row by row (rows are contiguous; a band's kernel, transposed to tap by
+  // tap, stays in L1). Each output is summed over the taps in order from 0, as the contract says.
+  constexpr int64_t kBand = 64;
+  float taps_by_channel[kMaxConvTaps * kBand];
+  for (int64_t c0 = first; c0 < last; c0 += kBand) {
+    const int64_t width = std::min(kBand, last - c0);
+    for (int64_t c = 0; c < width; ++c)
+      for (int64_t i = 0; i < taps; ++i) taps_by_channel[i * kBand + c] = kernel[(c0 + c) * taps + i];
     for (int64_t t = 0; t < n; ++t) {
-      float sum = 0.0f;
-      for (int64_t i = 0; i < taps; ++i) sum += in(t + i, c) * w[i];
-      out[t * channels + c] = sum;
+      float* o = out + t * channels + c0;
+      std::fill(o, o + width, 0.0f);
+      for (int64_t i = 0; i < taps; ++i) {
+        const float* in = row(t + i) + c0;
+        const float* w = taps_by_channel + i * kBand;
+        for (int64_t c = 0; c < width; ++c) o[c] += in[c] * w[c];
+      }
     }
     // The last `cached` input rows; row r reads row n + r >= r, not yet overwritten.
-    for (int64_t r = 0; r < cached; ++r) conv_state[r * channels + c] = in(n + r, c);
+    for (int64_t r = 0; r < cached; ++r) {
+      const float* kept = row(n + r) + c0;
+      std::copy(kept, kept + width, conv_state + r * channels + c0);
+    }
   }
 }
 

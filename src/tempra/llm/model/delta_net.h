@@ -44,6 +44,9 @@ struct DeltaNetWeights {
   Array attn_qkv, attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out;
 };
 
+// The most taps a convolution may have (the loader refuses more).
+inline constexpr int64_t kMaxConvTaps = 64;
+
 // ggml_ssm_conv over channels [first, last) of one sequence's n rows (row stride `channels`):
 // out[t][c] = sum over i < taps of kernel[c][i] * in[t + i][c], where `in` is the sequence's
 // conv_state rows (taps - 1 of them) followed by its n rows of x; then conv_state holds the

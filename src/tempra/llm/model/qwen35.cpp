@@ -29,8 +29,8 @@ void read_hybrid(const ModelLoader& in, DecoderConfig& c) {
   // 64 MiB; Qwen3.5-0.8B's is 280,576), so a small malformed file cannot make every cache ask for
   // terabytes.
   constexpr int64_t kMax = DecoderConfig::kMaxWidth;
-  if (d.conv_kernel > 64 || d.head_dim > 4096 || d.k_heads > 4096 || d.v_heads > 4096 || d.v_heads % d.k_heads != 0 ||
-      d.channels() > kMax || d.state_floats() > kMax)
+  if (d.conv_kernel > kMaxConvTaps || d.head_dim > 4096 || d.k_heads > 4096 || d.v_heads > 4096 ||
+      d.v_heads % d.k_heads != 0 || d.channels() > kMax || d.state_floats() > kMax)
     in.fail("ssm.conv_kernel ", d.conv_kernel, " (at most 64), ssm.state_size ", d.head_dim, ", ssm.group_count ",
             d.k_heads, " and ssm.time_step_rank ", d.v_heads, " (a multiple of the groups; a state of at most ", kMax,
             " floats) are out of range");
