@@ -1,7 +1,7 @@
 // tests/backend/native_neural_parity_test.cpp: native rms_norm, layer_norm, rope and attention
 // against scalar.
 //
-// Tolerances: rope is bitwise (same cos/sin, same products); the norms reassociate one sum of
+// Tolerances: rope is bitwise (same cos/sin, same products, computed or given by the caller); the norms reassociate one sum of
 // n terms: 1e-5 relative + 1e-6 absolute; attention uses an online softmax and FMA dot
 // products: 2e-5 relative + 2e-6 absolute on outputs of magnitude ~1. 1 and 2 threads bitwise.
 // cache_attention (over a KV cache in place, f32, f16 or Q8_0 rows): scalar's f16 and Q8_0
@@ -63,6 +63,14 @@ TEST(NativeRopeParity, BitwiseBothModesPartialDims) {
         parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), params, got2.data(), two);
         EXPECT_TRUE(parity::bitwise_equal(got, want)) << "head_dim " << head_dim << " n_dims " << n_dims;
         EXPECT_TRUE(parity::bitwise_equal(got2, got));
+        // The rotations computed by the caller (a forward pass's table) give the same bits.
+        std::vector<float> table(size_t(seq * 2 * (n_dims / 2))), got_table(x.size());
+        fill_rope_rotations(params, positions.data(), seq, table.data());
+        RopeParams with_table = params;
+        with_table.rotations = table.data();
+        parity::native_f32().rope(x.data(), outer, seq, heads, head_dim, positions.data(), with_table,
+                                  got_table.data(), two);
+        EXPECT_TRUE(parity::bitwise_equal(got_table, want)) << "with the caller's rotations";
       }
     }
   }

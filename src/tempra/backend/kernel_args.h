@@ -37,6 +37,12 @@ struct RopeParams {
   // (cos and sin) in every case: ggml's mscale. The defaults leave plain rope.
   double ext_factor = 0.0, attn_factor = 1.0;
   double corr_low = 0.0, corr_high = 0.0;
+  // Optional: each position's rotations already computed by fill_rope_rotations (below) for
+  // these parameters and the call's positions, so that the layers of a forward pass compute
+  // them once. Native reads them; scalar, the specification, computes its own (the same floats).
+  const float* rotations = nullptr;
+
+  bool operator==(const RopeParams&) const = default;
 };
 
 // ggml_rope_yarn_corr_dims: the pairs where YaRN's ramp starts and ends for a model trained on
@@ -66,6 +72,19 @@ inline void rope_rotation(const RopeParams& p, int32_t position, int64_t i, doub
   }
   cosine = std::cos(theta) * magnitude;
   sine = std::sin(theta) * magnitude;
+}
+
+// The rotations of `seq` positions as f32: for position t, the cosines of pairs 0 .. n_dims/2 - 1
+// at out + t * 2 * (n_dims / 2), then their sines.
+inline void fill_rope_rotations(const RopeParams& p, const int32_t* positions, int64_t seq, float* out) {
+  const int64_t half = p.n_dims / 2;
+  for (int64_t t = 0; t < seq; ++t)
+    for (int64_t i = 0; i < half; ++i) {
+      double cosine = 0, sine = 0;
+      rope_rotation(p, positions[t], i, cosine, sine);
+      out[t * 2 * half + i] = static_cast<float>(cosine);
+      out[t * 2 * half + half + i] = static_cast<float>(sine);
+    }
 }
 
 // Softmax over the last axis of a [rows, n] block; see tempra/ops/neural.h for the op contract.

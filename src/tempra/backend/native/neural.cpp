@@ -84,27 +84,22 @@ void layer_norm(const float* in, int64_t rows, int64_t n, const float* weight, c
 void rope(const float* in, int64_t outer, int64_t seq, int64_t heads, int64_t head_dim, const int32_t* positions,
           const RopeParams& params, float* out, ThreadPool& pool) {
   const int64_t half = params.n_dims / 2;
-  const auto fill_table = [&](int64_t position, float* cosines, float* sines) {
-    for (int64_t i = 0; i < half; ++i) {
-      double cosine = 0, sine = 0;
-      rope_rotation(params, position, i, cosine, sine);
-      cosines[i] = static_cast<float>(cosine);
-      sines[i] = static_cast<float>(sine);
-    }
-  };
-  // Several sequences share their positions (a training batch): each position's table once, in
-  // the caller's scratch, which the tasks only read; otherwise each row makes its own.
-  const bool shared = outer > 1;
-  float* shared_table = shared ? thread_scratch(2).floats(seq * 2 * half) : nullptr;
-  if (shared)
-    for (int64_t t = 0; t < seq; ++t)
-      fill_table(positions[t], shared_table + t * 2 * half, shared_table + t * 2 * half + half);
+  // Each position's table once when the caller computed them (params.rotations) or several
+  // sequences share the positions (a training batch: the tables go to the caller's scratch,
+  // which the tasks only read); otherwise each row makes its own.
+  const bool shared = params.rotations != nullptr || outer > 1;
+  const float* shared_table = params.rotations;
+  if (shared && shared_table == nullptr) {
+    float* table = thread_scratch(2).floats(seq * 2 * half);
+    fill_rope_rotations(params, positions, seq, table);
+    shared_table = table;
+  }
   pool.parallel_for(outer * seq, scalar::rows_per_chunk(heads * head_dim), [&](int64_t first, int64_t last) {
     float* table = shared ? nullptr : thread_scratch(2).floats(2 * half);  // cos then sin, for this position
     for (int64_t row = first; row < last; ++row) {
       const float* cosines = shared ? shared_table + (row % seq) * 2 * half : table;
       const float* sines = cosines + half;
-      if (!shared) fill_table(positions[row % seq], table, table + half);
+      if (!shared) fill_rope_rotations(params, positions + row % seq, 1, table);
       for (int64_t h = 0; h < heads; ++h) {
         const float* x = in + (row * heads + h) * head_dim;
         float* y = out + (row * heads + h) * head_dim;

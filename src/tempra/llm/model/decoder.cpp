@@ -319,6 +319,7 @@ DecoderBuffers::DecoderBuffers(ExecContext& ctx, const DecoderConfig& c, size_t 
   quantized_scratch =
       Array::empty(ctx, {int64_t(std::max<size_t>(1, quantized_row_bytes * size_t(n)))}, DType::u8);
   positions.resize(size_t(n));
+  rope_rotations.resize(size_t(kRopeTables * n * std::max({c.head_dim, c.n_rot, c.rope_dim})));
 }
 
 void DecoderModel::load_embeddings_and_head(ModelLoader& in, bool latent_attention) {
@@ -369,6 +370,7 @@ ForwardPass::ForwardPass(std::string_view op, ExecContext& ctx, std::span<const 
                          ForwardBuffers& buffers, Numerics numerics)
     : ctx_(ctx), batch_(batch), b_(decoder_buffers(op, buffers)), numerics_(numerics) {
   std::fill(b_.moe_margins.begin(), b_.moe_margins.end(), 1.0f);
+  b_.rope_tables = 0;  // new positions
   for (const SequenceRows& seq : batch) {
     for (size_t i = 0; i < seq.tokens.size(); ++i)
       b_.positions[size_t(n_) + i] = int32_t(seq.cache->size() + int64_t(i));
@@ -570,7 +572,24 @@ void ForwardPass::rms_norm(const float* x, int64_t rows, int64_t width, const Ar
 }
 
 void ForwardPass::rope(const float* x, int64_t heads, int64_t head_dim, const RopeParams& params, float* y) const {
-  kernels_for(ctx_.backend()).f32.rope(x, 1, n_, heads, head_dim, positions(), params, y, ctx_.threads());
+  // The rotations of the pass's positions, computed by the first layer with these parameters.
+  RopeParams with_table = params;
+  const int64_t width = int64_t(b_.rope_rotations.size()) / (DecoderBuffers::kRopeTables * b_.tokens);
+  for (int t = 0; t < DecoderBuffers::kRopeTables && params.n_dims <= width; ++t) {
+    float* table = b_.rope_rotations.data() + t * b_.tokens * width;
+    if (t == b_.rope_tables) {
+      pool().parallel_for(n_, 16, [&](int64_t first, int64_t last) {
+        fill_rope_rotations(params, positions() + first, last - first, table + first * 2 * (params.n_dims / 2));
+      });
+      b_.rope_keys[size_t(t)] = params;
+      ++b_.rope_tables;
+    }
+    if (b_.rope_keys[size_t(t)] == params) {
+      with_table.rotations = table;
+      break;
+    }
+  }
+  kernels_for(ctx_.backend()).f32.rope(x, 1, n_, heads, head_dim, positions(), with_table, y, ctx_.threads());
 }
 
 void ForwardPass::attention(int il, const float* q, const float* k, const float* v, int64_t n_head, double scale,

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -202,6 +203,13 @@ struct DecoderBuffers final : ForwardBuffers {
   Array kq_scratch;  // q_heads * min(tokens, kv_capacity) * kv_capacity floats (the scalar kernel's score rows)
   Array quantized_scratch;  // bytes of `tokens` activation rows in the widest partner format
   std::vector<int32_t> positions;
+  // The rope rotations of this forward pass's positions (fill_rope_rotations), one table per
+  // distinct RopeParams (Gemma 3's local and global layers have two; any other model one), each
+  // tokens x the widest rotation: computed by the first layer that asks, read by the rest.
+  static constexpr int kRopeTables = 2;
+  std::array<RopeParams, kRopeTables> rope_keys;
+  int rope_tables = 0;  // filled this pass
+  std::vector<float> rope_rotations;
 };
 
 // What every decoder-only architecture keeps beside its layers: the shared hyperparameters, the
