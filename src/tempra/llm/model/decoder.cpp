@@ -141,19 +141,29 @@ RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::man
 // under standard ones on a native arm without an integer GEMM for the format), where
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
-// than 32 rows.
+// than 32 rows. `prepared` (optional) says what `quantized` holds of these m rows of x already:
+// their f16 or bf16 rounding (for ggml numerics' 16-bit products) or their encoding in a partner
+// format, none (DType::f32) at first; a product that prepares x in the same format again skips
+// it, and one that prepares another sets it.
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
-                 Numerics numerics, RowPath path) {
+                 Numerics numerics, RowPath path, DType* prepared = nullptr) {
   const int64_t n = w.dim(0), k = w.dim(1);
   const Kernels& kernels = kernels_for(ctx.backend());
+  // Whether `quantized` holds x in `format` already; if not, the caller writes it now.
+  const auto ready = [&](DType format) {
+    if (prepared != nullptr && *prepared == format) return true;
+    if (prepared != nullptr) *prepared = format;
+    return false;
+  };
   if (numerics == Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
     // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
     auto* rounded = static_cast<float*>(quantized);
     const bool to_f16 = w.dtype() == DType::f16;
-    ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
-      for (int64_t i = first; i < last; ++i)
-        rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
-    });
+    if (!ready(w.dtype()))
+      ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i)
+          rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+      });
     x = rounded;
   }
   if (w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16) {
@@ -179,7 +189,7 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
     // Prefill: the weights decoded exactly, the activations kept in f32 (no partner rounding).
     kernels.gemm_quant_weights(m, n, k, x, k, w.raw_data(), w.dtype(), y, n, ctx.threads());
   } else {
-    quantize_activations(*dot, x, m, k, quantized, ctx.threads());
+    if (!ready(dot->activation)) quantize_activations(*dot, x, m, k, quantized, ctx.threads());
     quant_dot_gemm(*dot, m, n, k, quantized, w.raw_data(), y, n, ctx.threads());
   }
 }
@@ -404,8 +414,32 @@ void ForwardPass::linear(const float* x, const Array& w, float* y) const {
 
 void ForwardPass::linear(const float* x, const Array& w, float* y, const Array& bias) const {
   linear(x, w, y);
+  add_bias(w.dim(0), bias, y);
+}
+
+void ForwardPass::linears(const float* x, std::initializer_list<Product> products) const {
+  // One run of rows on one path (a prompt, or decode steps alone): x is prepared once for every
+  // weight that takes it in the same format. A batch mixing both paths takes linear's runs.
+  if (n_ == 0) return;
+  const auto first =
+      std::find_if(batch_.begin(), batch_.end(), [](const SequenceRows& seq) { return !seq.tokens.empty(); });
+  const RowPath path = row_path(int64_t(first->tokens.size()));
+  const bool one_run = std::all_of(batch_.begin(), batch_.end(), [&](const SequenceRows& seq) {
+    return seq.tokens.empty() || row_path(int64_t(seq.tokens.size())) == path;
+  });
+  DType prepared = DType::f32;  // nothing yet
+  for (const Product& p : products) {
+    if (one_run) {
+      product_rows(ctx_, x, n_, p.w, p.y, b_.quantized_scratch.raw_data(), numerics_, path, &prepared);
+    } else {
+      linear(x, p.w, p.y);
+    }
+    if (p.bias != nullptr) add_bias(p.w.dim(0), *p.bias, p.y);
+  }
+}
+
+void ForwardPass::add_bias(int64_t width, const Array& bias, float* y) const {
   if (!bias.defined()) return;
-  const int64_t width = w.dim(0);
   const float* b = bias.data<float>();
   for (int64_t r = 0; r < n_; ++r)
     for (int64_t j = 0; j < width; ++j) y[r * width + j] += b[j];
@@ -670,11 +704,10 @@ void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, 
                             UnaryOp act, float* out) const {
   const int64_t F = gate.dim(0);
   float *ffn_gate = b_.ffn_gate.data<float>(), *ffn_up = b_.ffn_up.data<float>(), *ffn_act = b_.ffn_act.data<float>();
-  linear(x, gate, ffn_gate);
+  linears(x, {{gate, ffn_gate}, {up, ffn_up}});
   if (act == UnaryOp::gelu_tanh && numerics_ == Numerics::ggml) {
     // ggml_vec_geglu_f32 under GGML_GELU_FP16: gelu looked up at the gate rounded to f16.
     const std::array<uint16_t, 65536>& table = ggml_gelu_f16_table();
-    linear(x, up, ffn_up);
     ctx_.threads().parallel_for(n_ * F, 1 << 14, [&](int64_t first, int64_t last) {
       for (int64_t j = first; j < last; ++j) {
         const float g = ffn_gate[j];
@@ -686,7 +719,6 @@ void ForwardPass::gated_ffn(const float* x, const Array& gate, const Array& up, 
     return;
   }
   unary(act, ffn_gate, F);
-  linear(x, up, ffn_up);
   mul(ffn_gate, ffn_up, F, ffn_act);
   linear(ffn_act, down, out);
 }

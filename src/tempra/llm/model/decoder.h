@@ -294,6 +294,15 @@ class ForwardPass {
   void linear(const float* x, const Array& w, float* y) const;
   // The same, then y += bias on every row when `bias` (f32 [n]) is defined (ggml_add's order).
   void linear(const float* x, const Array& w, float* y, const Array& bias) const;
+  // Products of one input with several weights (a layer's q, k and v; an FFN's gate and up),
+  // each exactly as linear (then its bias, when given and defined), with the input rounded or
+  // quantized to a partner format once for the weights that share it.
+  struct Product {
+    const Array& w;
+    float* y;
+    const Array* bias = nullptr;
+  };
+  void linears(const float* x, std::initializer_list<Product> products) const;
   // y = rms_norm(x) * weight over `rows` rows of `width` (a head's rows: rows() * heads).
   void rms_norm(const float* x, int64_t rows, int64_t width, const Array& weight, double eps, float* y) const;
   // Rotates each of rows() x heads head vectors of head_dim by its row's position.
@@ -354,6 +363,9 @@ class ForwardPass {
   void output(const float* hidden, const Array& norm, double eps, const Array& head, double softcap = 0) const;
 
  private:
+  // y [rows, width] += bias on every row when `bias` is defined.
+  void add_bias(int64_t width, const Array& bias, float* y) const;
+
   ExecContext& ctx_;
   std::span<const SequenceRows> batch_;
   DecoderBuffers& b_;

@@ -54,12 +54,9 @@ void ForwardPass::gated_delta_net(int layer, const float* x, const DeltaNetWeigh
   float *qkv_mixed = b_.qkv_mixed.data<float>(), *conv = b_.conv_output.data<float>(), *z = b_.z.data<float>(),
         *beta = b_.beta.data<float>(), *g = b_.gate.data<float>(), *o = b_.delta_out.data<float>(),
         *o_norm = b_.delta_norm.data<float>();
-  linear(x, w.attn_qkv, qkv_mixed);
-  linear(x, w.attn_gate, z);
-  linear(x, w.ssm_beta, beta);
+  linears(x, {{w.attn_qkv, qkv_mixed}, {w.attn_gate, z}, {w.ssm_beta, beta}, {w.ssm_alpha, g}});
   unary(UnaryOp::sigmoid, beta, Hv);
   // gate = softplus(alpha + ssm_dt) * ssm_a, ssm_a = -exp(A_log): the log of each head's decay.
-  linear(x, w.ssm_alpha, g);
   const float *dt = w.ssm_dt.data<float>(), *a = w.ssm_a.data<float>();
   for (int64_t j = 0; j < n_ * Hv; ++j) g[j] += dt[j % Hv];
   unary(UnaryOp::softplus, g, Hv);

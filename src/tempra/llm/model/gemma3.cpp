@@ -125,9 +125,7 @@ void Gemma3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch,
     const Gemma3Layer& layer = layers_[static_cast<size_t>(il)];
     const RopeParams& rope = layer.local ? local_rope : global_rope;
     pass.rms_norm(inpL, n, E, layer.attn_norm, eps, attn_norm);
-    pass.linear(attn_norm, layer.attn_q, Qcur);
-    pass.linear(attn_norm, layer.attn_k, Kcur);
-    pass.linear(attn_norm, layer.attn_v, Vcur);
+    pass.linears(attn_norm, {{layer.attn_q, Qcur}, {layer.attn_k, Kcur}, {layer.attn_v, Vcur}});
     pass.rms_norm(Qcur, n * c.n_head, c.head_dim, layer.attn_q_norm, eps, Qcur_normed);
     pass.rope(Qcur_normed, c.n_head, c.head_dim, rope, Qrope);
     pass.rms_norm(Kcur, n * c.n_head_kv, c.head_dim, layer.attn_k_norm, eps, Kcur_normed);

@@ -93,9 +93,9 @@ void LlamaModel::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   for (int il = 0; il < c.n_layer; ++il) {
     const LlamaLayer& layer = layers_[static_cast<size_t>(il)];
     pass.rms_norm(inpL, n, E, layer.attn_norm, eps, attn_norm);
-    pass.linear(attn_norm, layer.attn_q, Qcur, layer.attn_q_bias);
-    pass.linear(attn_norm, layer.attn_k, Kcur, layer.attn_k_bias);
-    pass.linear(attn_norm, layer.attn_v, Vcur, layer.attn_v_bias);
+    pass.linears(attn_norm, {{layer.attn_q, Qcur, &layer.attn_q_bias},
+                             {layer.attn_k, Kcur, &layer.attn_k_bias},
+                             {layer.attn_v, Vcur, &layer.attn_v_bias}});
     pass.rope(Qcur, c.n_head, c.head_dim, rope, Qrope);
     pass.rope(Kcur, c.n_head_kv, c.head_dim, rope, Krope);
     pass.attention(il, Qrope, Krope, Vcur, c.n_head, kq_scale_, kqv_out);

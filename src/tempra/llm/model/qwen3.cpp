@@ -80,9 +80,7 @@ void Qwen3Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch, 
   for (int il = 0; il < c.n_layer; ++il) {
     const Qwen3Layer& layer = layers_[static_cast<size_t>(il)];
     pass.rms_norm(inpL, n, E, layer.attn_norm, eps, attn_norm);
-    pass.linear(attn_norm, layer.attn_q, Qcur);  // [n, n_head, hd]
-    pass.linear(attn_norm, layer.attn_k, Kcur);  // [n, n_head_kv, hd]
-    pass.linear(attn_norm, layer.attn_v, Vcur);
+    pass.linears(attn_norm, {{layer.attn_q, Qcur}, {layer.attn_k, Kcur}, {layer.attn_v, Vcur}});
     pass.rms_norm(Qcur, n * c.n_head, c.head_dim, layer.attn_q_norm, eps, Qcur_normed);
     pass.rms_norm(Kcur, n * c.n_head_kv, c.head_dim, layer.attn_k_norm, eps, Kcur_normed);
     pass.rope(Qcur_normed, c.n_head, c.head_dim, rope, Qrope);

@@ -132,13 +132,12 @@ void Qwen35Model::forward(ExecContext& ctx, std::span<const SequenceRows> batch,
     if (c.recurrent[size_t(il)]) {
       pass.gated_delta_net(layer.slot, attn_norm, layer.delta_net, c.delta_net, eps, attn_out);
     } else {
-      pass.linear(attn_norm, layer.attn_q, Qcur_full);  // [n, H, 2 hd]: each head's query, then its gate
+      // Qcur_full [n, H, 2 hd]: each head's query, then its gate.
+      pass.linears(attn_norm, {{layer.attn_q, Qcur_full}, {layer.attn_k, Kcur}, {layer.attn_v, Vcur}});
       for (int64_t r = 0; r < n * H; ++r) {
         std::copy_n(Qcur_full + r * 2 * hd, hd, Qcur + r * hd);
         std::copy_n(Qcur_full + r * 2 * hd + hd, hd, gate + r * hd);
       }
-      pass.linear(attn_norm, layer.attn_k, Kcur);
-      pass.linear(attn_norm, layer.attn_v, Vcur);
       pass.rms_norm(Qcur, n * H, hd, layer.attn_q_norm, eps, Qcur_normed);
       pass.rms_norm(Kcur, n * c.n_head_kv, hd, layer.attn_k_norm, eps, Kcur_normed);
       pass.rope(Qcur_normed, H, hd, rope, Qrope);
