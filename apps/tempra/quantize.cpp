@@ -173,6 +173,7 @@ int layer_of(const std::string& name) {
 struct Hparams {
   int n_layer = 0;
   int n_gqa = 0;
+  int n_expert = 0;  // 0 for dense models
 };
 
 int64_t metadata_integer(const io::GgufMetadata& m, const std::string& key, int64_t fallback) {
@@ -194,9 +195,7 @@ Hparams read_hparams(const io::GgufMetadata& m) {
   const std::string arch = std::get<std::string>(arch_value->value);
   Hparams h;
   h.n_layer = static_cast<int>(metadata_integer(m, arch + ".block_count", 0));
-  const int64_t n_expert = metadata_integer(m, arch + ".expert_count", 0);
-  check(n_expert <= 1, "quantize", "'", arch, "' has ", n_expert,
-        " experts: mixture-of-experts models are not supported (llama.cpp's per-expert rules are not replicated)");
+  h.n_expert = static_cast<int>(metadata_integer(m, arch + ".expert_count", 0));
   check(arch != "falcon", "quantize", "falcon has its own quantization rules, which are not replicated");
   check(!(arch == "llama" && h.n_layer == 80), "quantize",
         "80-layer llama (70B) has its own attn_v rule, which is not replicated");
@@ -220,8 +219,22 @@ bool use_more_bits(int i_layer, int n_layers) {
   return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
 }
 
-// llama_tensor_get_type_impl for the supported file types of a dense, non-falcon model.
+// The layer of an ffn_down tensor (layer_info): its place among the ffn_down tensors in a dense
+// model; in a mixture of experts, where shared experts and leading dense layers add ffn_down
+// tensors to some layers, the number in its name.
+int ffn_down_layer(const MixState& s, const Hparams& h, const std::string& name) {
+  if (h.n_expert <= 1) return s.i_ffn_down;
+  const int layer = layer_of(name);
+  check(layer >= 0 && layer < h.n_layer, "quantize", "tensor '", name, "' is not in a layer of [0, ", h.n_layer,
+        ") (llama.cpp: \"Failed to determine layer\")");
+  return layer;
+}
+
+// llama_tensor_get_type_impl for the supported file types of a non-falcon model: the mixes'
+// rules by role and layer, and for mixtures of exactly 8 experts (Mixtral's shape) llama.cpp's
+// extra bits for attn_v, attn_k and attn_output.
 int32_t mix_type(MixState& s, const Hparams& h, int32_t type, const io::GgufTensorInfo& t, int32_t ft, Role role) {
+  const bool eight_experts = h.n_expert == 8;
   if (role == Role::output || (s.tied_embeddings && role == Role::token_embd)) {
     if (t.ne[0] % block_size(type) != 0) return Q8_0;
     return type != Q8_0 ? Q6_K : type;
@@ -240,11 +253,13 @@ int32_t mix_type(MixState& s, const Hparams& h, int32_t type, const io::GgufTens
       type = Q6_K;
     else if (ft == MOSTLY_Q4_K_S && s.i_attention_wv < 4)
       type = Q5_K;
+    if (eight_experts) type = Q8_0;  // "trades just ~128MB"
     ++s.i_attention_wv;
     return type;
   }
+  if (role == Role::attn_k) return eight_experts ? Q8_0 : type;
   if (role == Role::ffn_down) {
-    const int i = s.i_ffn_down, n = s.n_ffn_down;
+    const int i = ffn_down_layer(s, h, t.name), n = s.n_ffn_down;
     if (ft == MOSTLY_Q2_K)
       type = Q3_K;
     else if (ft == MOSTLY_Q3_K_M)
@@ -261,6 +276,11 @@ int32_t mix_type(MixState& s, const Hparams& h, int32_t type, const io::GgufTens
       type = Q5_K;
     ++s.i_ffn_down;
     return type;
+  }
+  if (role == Role::attn_output && eight_experts) {
+    const bool bumped = ft == MOSTLY_Q2_K || ft == MOSTLY_Q3_K_S || ft == MOSTLY_Q3_K_M || ft == MOSTLY_IQ4_NL ||
+                        ft == MOSTLY_Q4_K_S || ft == MOSTLY_Q4_K_M || ft == MOSTLY_IQ4_XS;
+    return bumped ? Q5_K : type;
   }
   if (role == Role::attn_output) {
     if (ft == MOSTLY_Q2_K) return Q3_K;

@@ -1,7 +1,7 @@
 // apps/tempra/quantize.h: `tempra quantize IN.gguf OUT.gguf TYPE`, after llama.cpp's
 // llama_model_quantize (src/llama-quant.cpp at the oracle's commit 5b4ebc5).
 //
-// Contract: for a dense model in f32, f16 or bf16 and no importance matrix, the output has the
+// Contract: for a model in f32, f16 or bf16 and no importance matrix, the output has the
 // same tensors in the same order with the same types and byte-identical data as
 // llama_model_quantize(IN, OUT, {ftype = TYPE, defaults otherwise}); the metadata is the
 // input's with general.quantization_version (2) and general.file_type (TYPE's LLAMA_FTYPE_*)
@@ -20,8 +20,11 @@
 // ggml_quantize_chunk uses when no importance matrix is given; rows are independent, so the
 // bytes do not depend on the thread count.
 //
-// Not replicated, refused with a message: MoE models (expert_count > 1: per-expert rules and
-// 3-D tensors), falcon and 80-layer llama (their own rules), re-quantizing an already
+// Mixtures of experts as llama.cpp: 3-D expert tensors encoded row by row, an ffn_down's layer
+// read from its name, and the extra bits of 8-expert models (attn_v and attn_k to Q8_0,
+// attn_output to Q5_K in the K mixes).
+//
+// Not replicated, refused with a message: falcon and 80-layer llama (their own rules), re-quantizing an already
 // quantized tensor to another type (llama.cpp refuses it by default too), types that need an
 // importance matrix or have no encoder here (IQ1/IQ2/IQ3, Q2_K_S, MXFP4, NVFP4).
 #pragma once

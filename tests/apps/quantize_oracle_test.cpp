@@ -4,10 +4,10 @@
 // same order with the same types, extents and offsets, byte-identical tensor data, the same
 // metadata, and be the same file byte for byte. llama.cpp must load tempra's output.
 //
-// Two models: a 256-wide f32 model with its own output tensor (every row a multiple of 256),
-// and a 160-wide f16 model with tied embeddings and 8 layers, where attn_q/k/v, ffn_gate/up
-// and the tied output fall back (160 and 544 are not multiples of 256) and the *_M mixes'
-// use_more_bits layers differ from layer 0.
+// Models: a 256-wide f32 model with its own output tensor (every row a multiple of 256), a
+// 160-wide f16 model with tied embeddings and 8 layers, where attn_q/k/v, ffn_gate/up and the
+// tied output fall back (160 and 544 are not multiples of 256) and the *_M mixes'
+// use_more_bits layers differ from layer 0; Qwen3.5's body; and three mixtures of experts.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -68,6 +68,36 @@ const Model& qwen35_f32() {
     spec.weight_type = DType::f32;
     spec.seed = 5;
     return Model{"qwen35_f32", {}, spec};
+  }();
+  return m;
+}
+
+// Mixtures of experts in F32 (so no rounding hides a rule): Qwen3 MoE and DeepSeek-V2 with 8
+// experts, which llama.cpp gives extra bits in attn_v, attn_k and attn_output (Mixtral's
+// shape); their 128-wide experts fall back from the K-quants. Then a Qwen3 MoE of 4 experts and
+// 8 layers in F16 with 256-wide experts, where ffn_down_exps follows the *_M mixes by layer.
+llm::SynthSpec in_f32(llm::SynthSpec spec, uint64_t seed) {
+  spec.weight_type = DType::f32;
+  spec.seed = seed;
+  return spec;
+}
+const Model& qwen3moe_f32() {
+  static const Model m{"qwen3moe_f32", {}, in_f32(llm::SynthSpec::qwen3moe_tiny(), 6)};
+  return m;
+}
+const Model& deepseek2_f32() {
+  static const Model m{"deepseek2_f32", {}, in_f32(llm::SynthSpec::deepseek2_tiny(), 7)};
+  return m;
+}
+const Model& qwen3moe_4x8l_f16() {
+  static const Model m = [] {
+    llm::SynthSpec spec = llm::SynthSpec::qwen3moe_tiny();
+    spec.n_layer = 8;
+    spec.n_expert = 4;
+    spec.n_ff_exp = 256;
+    spec.weight_type = DType::f16;
+    spec.seed = 8;
+    return Model{"qwen3moe_4x8l_f16", {}, spec};
   }();
   return m;
 }
@@ -190,6 +220,15 @@ INSTANTIATE_TEST_SUITE_P(Qwen35F32, QuantizeOracle,
                          ::testing::Values(Case{&qwen35_f32(), "Q8_0"}, Case{&qwen35_f32(), "Q4_0"},
                                            Case{&qwen35_f32(), "Q4_K_M"}, Case{&qwen35_f32(), "Q6_K"},
                                            Case{&qwen35_f32(), "F16"}),
+                         case_name);
+INSTANTIATE_TEST_SUITE_P(MixturesOfExperts, QuantizeOracle,
+                         ::testing::Values(Case{&qwen3moe_f32(), "Q8_0"}, Case{&qwen3moe_f32(), "Q4_0"},
+                                           Case{&qwen3moe_f32(), "Q2_K"}, Case{&qwen3moe_f32(), "Q3_K_M"},
+                                           Case{&qwen3moe_f32(), "Q4_K_M"}, Case{&qwen3moe_f32(), "IQ4_XS"},
+                                           Case{&deepseek2_f32(), "Q8_0"}, Case{&deepseek2_f32(), "Q4_K_S"},
+                                           Case{&deepseek2_f32(), "Q4_K_M"}, Case{&deepseek2_f32(), "Q6_K"},
+                                           Case{&qwen3moe_4x8l_f16(), "Q3_K_M"}, Case{&qwen3moe_4x8l_f16(), "Q4_K_M"},
+                                           Case{&qwen3moe_4x8l_f16(), "Q5_K_M"}, Case{&qwen3moe_4x8l_f16(), "Q4_K_S"}),
                          case_name);
 INSTANTIATE_TEST_SUITE_P(NarrowF16Tied, QuantizeOracle,
                          ::testing::Values(Case{&narrow_f16_tied(), "Q8_0"}, Case{&narrow_f16_tied(), "Q4_0"},

@@ -115,11 +115,10 @@ TEST(Quantize, output_bytes_do_not_depend_on_the_thread_count) {
 }
 
 // A one-layer model whose only matrix is already q8_0.
-fs::path quantized_model(const std::string& name, bool moe) {
+fs::path quantized_model(const std::string& name) {
   io::GgufWriter w;
   w.metadata().add("general.architecture", {std::string("qwen3")});
   w.metadata().add("qwen3.block_count", {uint32_t{1}});
-  if (moe) w.metadata().add("qwen3.expert_count", {uint32_t{8}});
   auto bytes = std::make_shared<std::vector<std::byte>>(2 * 34);  // 2 rows of one q8_0 block
   const std::vector<int64_t> ne{32, 2};
   w.add_tensor("blk.0.attn_q.weight", 8, ne, *bytes, bytes);
@@ -129,18 +128,28 @@ fs::path quantized_model(const std::string& name, bool moe) {
 }
 
 TEST(Quantize, requantizing_a_quantized_weight_is_refused_naming_it) {
-  const fs::path in = quantized_model("q8", false);
+  const fs::path in = quantized_model("q8");
   const std::string e =
       tempra::testing::error_message([&] { quantize_model(in, scratch("q8-q4.gguf"), *find_file_type("Q4_0")); });
   EXPECT_NE(e.find("tensor 'blk.0.attn_q.weight' is q8_0: requantizing to q4_0 is not supported"), e.npos) << e;
   EXPECT_NO_THROW(quantize_model(in, scratch("q8-q8.gguf"), *find_file_type("Q8_0")));  // same type: a copy
 }
 
-TEST(Quantize, mixture_of_experts_models_are_refused) {
-  const fs::path in = quantized_model("moe", true);
+// In a mixture of experts an ffn_down tensor's layer is the number in its name (llama.cpp's
+// layer_info), so one outside every layer is refused by name, as llama.cpp refuses it.
+TEST(Quantize, a_mixture_of_experts_ffn_down_outside_the_layers_is_refused_naming_it) {
+  io::GgufWriter w;
+  w.metadata().add("general.architecture", {std::string("qwen3moe")});
+  w.metadata().add("qwen3moe.block_count", {uint32_t{1}});
+  w.metadata().add("qwen3moe.expert_count", {uint32_t{4}});
+  auto bytes = std::make_shared<std::vector<std::byte>>(256 * 2 * sizeof(float));
+  const std::vector<int64_t> ne{256, 2};
+  w.add_tensor("blk.3.ffn_down_exps.weight", 0, ne, *bytes, bytes);
+  const fs::path in = scratch("moe-bad-layer.gguf");
+  w.write(in);
   const std::string e =
-      tempra::testing::error_message([&] { quantize_model(in, scratch("moe-q4.gguf"), *find_file_type("Q4_0")); });
-  EXPECT_NE(e.find("mixture-of-experts models are not supported"), e.npos) << e;
+      tempra::testing::error_message([&] { quantize_model(in, scratch("moe-q4.gguf"), *find_file_type("Q4_K_M")); });
+  EXPECT_NE(e.find("tensor 'blk.3.ffn_down_exps.weight' is not in a layer of [0, 1)"), e.npos) << e;
 }
 
 }  // namespace
