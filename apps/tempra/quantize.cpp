@@ -219,11 +219,12 @@ bool use_more_bits(int i_layer, int n_layers) {
   return i_layer < n_layers / 8 || i_layer >= 7 * n_layers / 8 || (i_layer - n_layers / 8) % 3 == 2;
 }
 
-// The layer of an ffn_down tensor (layer_info): its place among the ffn_down tensors in a dense
-// model; in a mixture of experts, where shared experts and leading dense layers add ffn_down
-// tensors to some layers, the number in its name.
-int ffn_down_layer(const MixState& s, const Hparams& h, const std::string& name) {
-  if (h.n_expert <= 1) return s.i_ffn_down;
+// The layer of an FFN tensor (layer_info): for ffn_down, its place among the ffn_down tensors in
+// a dense model (`counted`); in a mixture of experts, where shared experts and leading dense
+// layers add FFN tensors to some layers, the number in its name, which must be a layer's (for
+// ffn_gate and ffn_up too, as llama.cpp checks them).
+int ffn_layer(int counted, const Hparams& h, const std::string& name) {
+  if (h.n_expert <= 1) return counted;
   const int layer = layer_of(name);
   check(layer >= 0 && layer < h.n_layer, "quantize", "tensor '", name, "' is not in a layer of [0, ", h.n_layer,
         ") (llama.cpp: \"Failed to determine layer\")");
@@ -258,8 +259,12 @@ int32_t mix_type(MixState& s, const Hparams& h, int32_t type, const io::GgufTens
     return type;
   }
   if (role == Role::attn_k) return eight_experts ? Q8_0 : type;
+  if (role == Role::ffn_gate || role == Role::ffn_up) {
+    ffn_layer(0, h, t.name);  // the supported mixes keep their type; only the name is checked
+    return type;
+  }
   if (role == Role::ffn_down) {
-    const int i = ffn_down_layer(s, h, t.name), n = s.n_ffn_down;
+    const int i = ffn_layer(s.i_ffn_down, h, t.name), n = s.n_ffn_down;
     if (ft == MOSTLY_Q2_K)
       type = Q3_K;
     else if (ft == MOSTLY_Q3_K_M)

@@ -20,9 +20,10 @@
 // ggml_quantize_chunk uses when no importance matrix is given; rows are independent, so the
 // bytes do not depend on the thread count.
 //
-// Mixtures of experts as llama.cpp: 3-D expert tensors encoded row by row, an ffn_down's layer
-// read from its name, and the extra bits of 8-expert models (attn_v and attn_k to Q8_0,
-// attn_output to Q5_K in the K mixes).
+// Mixtures of experts as llama.cpp: 3-D expert tensors encoded row by row, an FFN tensor's layer
+// read from its name (a name outside the layers refused), and the extra bits of 8-expert models:
+// attn_v (with attn_qkv and attn_kv_b) and attn_k to Q8_0, attn_output to Q5_K under Q2_K,
+// Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, IQ4_NL and IQ4_XS (and under Q3_K_L it keeps the default).
 //
 // Not replicated, refused with a message: falcon and 80-layer llama (their own rules), re-quantizing an already
 // quantized tensor to another type (llama.cpp refuses it by default too), types that need an

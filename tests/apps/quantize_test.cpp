@@ -135,21 +135,23 @@ TEST(Quantize, requantizing_a_quantized_weight_is_refused_naming_it) {
   EXPECT_NO_THROW(quantize_model(in, scratch("q8-q8.gguf"), *find_file_type("Q8_0")));  // same type: a copy
 }
 
-// In a mixture of experts an ffn_down tensor's layer is the number in its name (llama.cpp's
+// In a mixture of experts an FFN tensor's layer is the number in its name (llama.cpp's
 // layer_info), so one outside every layer is refused by name, as llama.cpp refuses it.
-TEST(Quantize, a_mixture_of_experts_ffn_down_outside_the_layers_is_refused_naming_it) {
-  io::GgufWriter w;
-  w.metadata().add("general.architecture", {std::string("qwen3moe")});
-  w.metadata().add("qwen3moe.block_count", {uint32_t{1}});
-  w.metadata().add("qwen3moe.expert_count", {uint32_t{4}});
-  auto bytes = std::make_shared<std::vector<std::byte>>(256 * 2 * sizeof(float));
-  const std::vector<int64_t> ne{256, 2};
-  w.add_tensor("blk.3.ffn_down_exps.weight", 0, ne, *bytes, bytes);
-  const fs::path in = scratch("moe-bad-layer.gguf");
-  w.write(in);
-  const std::string e =
-      tempra::testing::error_message([&] { quantize_model(in, scratch("moe-q4.gguf"), *find_file_type("Q4_K_M")); });
-  EXPECT_NE(e.find("tensor 'blk.3.ffn_down_exps.weight' is not in a layer of [0, 1)"), e.npos) << e;
+TEST(Quantize, a_mixture_of_experts_ffn_tensor_outside_the_layers_is_refused_naming_it) {
+  for (const std::string name : {"blk.3.ffn_down_exps.weight", "blk.3.ffn_up_exps.weight", "ffn_gate_exps.weight"}) {
+    io::GgufWriter w;
+    w.metadata().add("general.architecture", {std::string("qwen3moe")});
+    w.metadata().add("qwen3moe.block_count", {uint32_t{1}});
+    w.metadata().add("qwen3moe.expert_count", {uint32_t{4}});
+    auto bytes = std::make_shared<std::vector<std::byte>>(256 * 2 * sizeof(float));
+    const std::vector<int64_t> ne{256, 2};
+    w.add_tensor(name, 0, ne, *bytes, bytes);
+    const fs::path in = scratch("moe-bad-layer.gguf");
+    w.write(in);
+    const std::string e = tempra::testing::error_message(
+        [&] { quantize_model(in, scratch("moe-q4.gguf"), *find_file_type("Q4_K_M")); });
+    EXPECT_NE(e.find("tensor '" + name + "' is not in a layer of [0, 1)"), e.npos) << e;
+  }
 }
 
 }  // namespace

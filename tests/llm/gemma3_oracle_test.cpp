@@ -30,7 +30,7 @@ using namespace oracle;
 const fs::path kSpmVocab = fs::path(TEMPRA_ORACLE_LLAMA_SRC) / "models/ggml-vocab-llama-spm.gguf";
 
 const fs::path& scratch_dir() {
-  return scratch_dir_removed_at_exit("tempra-gemma3-oracle");
+  return tempra::testing::scratch_dir("tempra-gemma3-oracle");
 }
 
 SynthSpec tiny_spec(DType weight_type) {

@@ -32,7 +32,7 @@ using namespace oracle;
 const fs::path kLlamaBpeVocab = fs::path(TEMPRA_ORACLE_LLAMA_SRC) / "models/ggml-vocab-llama-bpe.gguf";
 
 const fs::path& scratch_dir() {
-  return scratch_dir_removed_at_exit("tempra-llama-oracle");
+  return tempra::testing::scratch_dir("tempra-llama-oracle");
 }
 
 SynthSpec tiny_spec(DType weight_type) {

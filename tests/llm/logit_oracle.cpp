@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <set>
 
 #include "support/files.h"
 
@@ -297,25 +296,6 @@ std::string load_error(const fs::path& path) {
     return e.what();
   }
   return "no error";
-}
-
-const fs::path& scratch_dir_removed_at_exit(const std::string& name) {
-  // Removes the folder when the test program ends (pass or fail).
-  class Cleanup : public ::testing::Environment {
-   public:
-    explicit Cleanup(fs::path dir) : dir_(std::move(dir)) {}
-    void TearDown() override {
-      std::error_code ignored;
-      fs::remove_all(dir_, ignored);
-    }
-
-   private:
-    fs::path dir_;
-  };
-  const fs::path& dir = testing::scratch_dir(name);
-  static std::set<std::string> registered;
-  if (registered.insert(name).second) ::testing::AddGlobalTestEnvironment(new Cleanup(dir));
-  return dir;
 }
 
 fs::path synth_model(const fs::path& dir, const std::string& name, const SynthSpec& spec) {

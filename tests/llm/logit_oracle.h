@@ -32,6 +32,7 @@
 
 #include "llama.h"
 #include "tempra/llm/model/decoder.h"
+#include "support/files.h"
 #include "support/llama_oracle.h"
 #include "tempra/core/error.h"
 #include "tempra/llm/model/synth.h"
@@ -250,8 +251,6 @@ inline constexpr Criteria kQ8_0Standard{
 inline constexpr Criteria kLowBitStandard{
     .min_cosine = 0.998, .min_top1_agreement = 0.90, .greedy = false, .numerics = Numerics::standard};
 
-// testing::scratch_dir(name), removed with everything in it when the test program ends.
-const std::filesystem::path& scratch_dir_removed_at_exit(const std::string& name);
 // `name`.gguf in `dir`, written by write_synthetic_model unless it exists.
 std::filesystem::path synth_model(const std::filesystem::path& dir, const std::string& name, const SynthSpec& spec);
 

@@ -48,7 +48,7 @@ namespace fs = std::filesystem;
 using namespace oracle;
 
 const fs::path& scratch_dir() {
-  return scratch_dir_removed_at_exit("tempra-qwen3-oracle");
+  return tempra::testing::scratch_dir("tempra-qwen3-oracle");
 }
 
 SynthSpec tiny_spec(DType weight_type) {

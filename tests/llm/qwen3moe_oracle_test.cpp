@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 using namespace oracle;
 
 const fs::path& scratch_dir() {
-  return scratch_dir_removed_at_exit("tempra-qwen3moe-oracle");
+  return tempra::testing::scratch_dir("tempra-qwen3moe-oracle");
 }
 
 SynthSpec tiny_spec(DType weight_type) {

@@ -609,7 +609,9 @@ void ForwardPass::rope(const float* x, int64_t heads, int64_t head_dim, const Ro
   // The rotations of the pass's positions, computed by the first layer with these parameters.
   RopeParams with_table = params;
   const int64_t width = int64_t(b_.rope_rotations.size()) / (DecoderBuffers::kRopeTables * b_.tokens);
-  for (int t = 0; t < DecoderBuffers::kRopeTables && params.n_dims <= width; ++t) {
+  // (Scalar, the specification, computes its own: no table for it.)
+  const bool tables = ctx_.backend() == Backend::native && params.n_dims <= width;
+  for (int t = 0; t < DecoderBuffers::kRopeTables && tables; ++t) {
     float* table = b_.rope_rotations.data() + t * b_.tokens * width;
     if (t == b_.rope_tables) {
       pool().parallel_for(n_, 16, [&](int64_t first, int64_t last) {

@@ -330,7 +330,8 @@ class ForwardPass {
   // z = attn_gate x; beta = sigmoid(ssm_beta x); g = softplus(ssm_alpha x + ssm_dt) * ssm_a;
   // q|k|v = silu(causal convolution of qkv_mixed by ssm_conv1d over the sequence's rows after
   // its cached ones); q and k L2-normed per head; each value head h (key head h % k_heads) runs
-  // the delta rule token after token (delta_net.h); its outputs RMS-normed by ssm_norm, times
+  // the delta rule token after token (Kernels::gated_delta_rule, DeltaRuleArgs in
+  // kernel_args.h); its outputs RMS-normed by ssm_norm, times
   // silu(z); out = ssm_out x that. x: the normed input [rows, n_embd]; out [rows, n_embd].
   void gated_delta_net(int layer, const float* x, const DeltaNetWeights& w, const DeltaNetShape& shape, double eps,
                        float* out) const;

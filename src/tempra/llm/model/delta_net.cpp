@@ -12,6 +12,7 @@ namespace tempra::llm {
 
 void delta_net_conv(const float* x, int64_t n, int64_t channels, const float* kernel, int64_t taps, float* conv_state,
                     float* out, int64_t first, int64_t last) {
+  if (n == 0) return;  // nothing to convolve, and the state keeps its rows
   const int64_t cached = taps - 1;
   // Row r of the convolution's input: a cached row, then the sequence's own.
   const auto row = [&](int64_t r) { return r < cached ? conv_state + r * channels : x + (r - cached) * channels; };
