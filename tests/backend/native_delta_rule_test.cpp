@@ -93,7 +93,7 @@ void reference(const DeltaCase& c, const DeltaInputs& in, std::vector<float>& ou
 }
 
 TEST(GatedDeltaRule, ScalarFollowsTheRecurrenceAndNativeIsBitwiseScalar) {
-  const DeltaCase cases[] = {{12, 1, 1, 16}, {12, 2, 4, 32}, {12, 1, 3, 40}, {12, 2, 2, 64},
+  const DeltaCase cases[] = {{12, 1, 1, 16},  {12, 2, 4, 32}, {12, 1, 3, 40}, {12, 2, 2, 64},
                              {12, 1, 2, 128}, {12, 3, 3, 7},  {1, 2, 4, 128}, {12, 1, 1, 72}};
   for (const DeltaCase& c : cases) {
     SCOPED_TRACE(trace(c));
