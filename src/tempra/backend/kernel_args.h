@@ -155,6 +155,25 @@ struct DeltaRuleArgs {
   int64_t out_stride;
 };
 
+// Token t of value head h under DeltaRuleArgs: its query, key and value rows, its decay exp(g)
+// and beta, and its output row (both kernels' one reading of the layout).
+struct DeltaRuleStep {
+  const float* q;
+  const float* k;
+  const float* v;
+  float decay, beta;
+  float* out;
+};
+inline DeltaRuleStep delta_rule_step(const DeltaRuleArgs& a, int64_t h, int64_t t) {
+  const int64_t S = a.head_dim, key_head = h % a.k_heads;
+  return {.q = a.q + t * a.qk_stride + key_head * S,
+          .k = a.k + t * a.qk_stride + key_head * S,
+          .v = a.v + t * a.v_stride + h * S,
+          .decay = std::exp(a.log_decay[t * a.v_heads + h]),
+          .beta = a.beta[t * a.v_heads + h],
+          .out = a.out + t * a.out_stride + h * S};
+}
+
 struct Conv1dShape {
   int64_t batch, in_channels, in_len, out_channels, kernel, out_len;
   int64_t stride, pad_left, dilation, groups;

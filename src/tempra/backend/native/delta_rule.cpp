@@ -74,14 +74,9 @@ void gated_delta_rule(const DeltaRuleArgs& a, ThreadPool& pool) {
   const float scale = 1.0f / std::sqrt(float(S));
   pool.parallel_for(a.v_heads, 1, [&](int64_t first, int64_t last) {
     for (int64_t h = first; h < last; ++h) {
-      const int64_t key_head = h % a.k_heads;
       float* M = a.state + h * S * S;
       for (int64_t t = 0; t < a.n; ++t) {
-        const float* q = a.q + t * a.qk_stride + key_head * S;
-        const float* k = a.k + t * a.qk_stride + key_head * S;
-        const float* v = a.v + t * a.v_stride + h * S;
-        const float decay = std::exp(a.log_decay[t * a.v_heads + h]), beta = a.beta[t * a.v_heads + h];
-        float* out = a.out + t * a.out_stride + h * S;
+        const auto [q, k, v, decay, beta, out] = delta_rule_step(a, h, t);
         int64_t j = 0;
         for (; j + kBand * kLanes <= S; j += kBand * kLanes)
           advance_band<kBand, false>(M, S, j, kLanes, q, k, v, decay, beta, scale, out);
