@@ -14,8 +14,10 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "llm/logit_oracle.h"
+#include "support/errors.h"
 #include "tempra/core/exec_context.h"
 #include "tempra/llm/model/gemma3.h"
 #include "tempra/llm/model/model.h"
@@ -125,6 +127,58 @@ TEST(Gemma3Load, a_prompt_split_into_passes_gives_the_same_logits_bit_for_bit) {
       ASSERT_EQ(whole.size(), sevens.size());
       EXPECT_EQ(std::memcmp(whole.data(), sevens.data(), whole.size() * sizeof(float)), 0);
       EXPECT_EQ(std::memcmp(whole.data(), ones.data(), whole.size() * sizeof(float)), 0);
+    }
+  }
+}
+
+// A cache made for passes of at most 64 rows keeps only the local layer's window in a ring of
+// 16 + 64 + 63 = 143 positions (286 rows), where a full one holds all 1024: 400 prompt tokens in
+// passes of 64 then 100 decode steps wrap the ring twice and give the full cache's logits bit
+// for bit, on both backends and every cache type. The ring takes rewinds to where its next rows
+// see only positions it holds (and to 0), refuses the rest and a pass past its 64 rows by name,
+// and a rewound ring continues as the full cache does.
+TEST(Gemma3Load, a_sliding_windows_ring_gives_the_full_caches_bits) {
+  SynthSpec spec = SynthSpec::gemma3_tiny();
+  spec.n_vocab = 300;
+  spec.weight_type = DType::f32;
+  spec.seed = 4;
+  const auto model = load_model(synth_model(scratch_dir(), "gemma3-ring", spec));
+  ASSERT_EQ(model->info().cache.layer_window, (std::vector<int64_t>{16, 0}));
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 500; ++i) ids.push_back(int32_t((i * 37 + 5) % 300));
+  for (const Backend backend : {Backend::scalar, Backend::native}) {
+    for (const KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
+      SCOPED_TRACE(std::string(backend == Backend::scalar ? "scalar" : "native") + " cache type " +
+                   std::to_string(int(cache_type)));
+      ExecContext ctx({.threads = 2, .backend = backend});
+      KvCache full = model->make_cache(ctx, 1024, cache_type), ring = model->make_cache(ctx, 1024, cache_type, 64);
+      EXPECT_EQ(full.layer_rows(0), 1024);
+      EXPECT_EQ(ring.layer_rows(0), 286);   // the local layer: twice its ring
+      EXPECT_EQ(ring.layer_rows(1), 1024);  // the global one
+      const auto logits = [&](KvCache& cache, size_t at, size_t m) {
+        const Array out = model->forward(ctx, std::span(ids.data() + at, m), cache);
+        return std::vector<float>(out.data<float>(), out.data<float>() + out.numel());
+      };
+      const auto same = [&](size_t at, size_t m) {
+        return logits(full, at, m) == logits(ring, at, m);
+      };
+      bool equal = true;
+      for (size_t at = 0; at < 400; at += 64) equal = equal && same(at, std::min<size_t>(64, 400 - at));
+      for (size_t at = 400; at < 500; ++at) equal = equal && same(at, 1);
+      EXPECT_TRUE(equal) << "the ring's logits differ from the full cache's";
+
+      // Rewinds: the next row at n sees from n - 15 rounded down to a multiple of 64.
+      EXPECT_TRUE(ring.can_truncate(500 - 64));
+      EXPECT_FALSE(ring.can_truncate(500 - 200));
+      EXPECT_TRUE(ring.can_truncate(0));
+      const std::string refused = testing::error_message([&] { ring.truncate(300); });
+      EXPECT_NE(refused.find("a sliding window's ring no longer holds the positions"), refused.npos) << refused;
+      full.truncate(470);
+      ring.truncate(470);
+      EXPECT_TRUE(same(470, 20)) << "after a rewind";
+      const std::string too_many = testing::error_message([&] { (void)logits(ring, 0, 65); });
+      EXPECT_NE(too_many.find("65 rows in one write exceed the 64 a sliding window's ring takes"), too_many.npos)
+          << too_many;
     }
   }
 }

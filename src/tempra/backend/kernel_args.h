@@ -118,6 +118,11 @@ inline int64_t first_visible_key(int64_t visible, int64_t window) {
   return window > 0 && visible > window ? visible - window : 0;
 }
 
+// A view of a KV cache starting at a multiple of this many positions gives every cache_attention
+// kernel the bits of the whole cache (native's key blocks divide it), so a caller may hand the
+// kernel only the rows from there (KvCache's sliding windows do).
+inline constexpr int64_t kCacheKeyAlignment = 64;
+
 template <class KV>
 struct CacheAttentionArgs {
   const float* q;

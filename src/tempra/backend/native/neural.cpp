@@ -55,6 +55,7 @@ inline void scale_row(const float* x, float inv, float shift, const float* w, co
 constexpr int kQueryTile = 8;    // query positions per attention task
 constexpr int kMaxTileRows = 64;  // query heads per kv head x positions, at most
 constexpr int kKeyBlock = 32;  // keys per block: their widened K and V (32 KiB at D = 128) stay in L1
+static_assert(kCacheKeyAlignment % kKeyBlock == 0, "a view at kCacheKeyAlignment must keep the key blocks in place");
 
 }  // namespace
 

@@ -64,6 +64,10 @@ Gemma3Model Gemma3Model::load(const io::GgufModel& gguf) {
     });
   }
   m.finish_load(in);
+  // The cache keeps only a window's rows for the local layers (KvCacheShape::layer_window).
+  if (m.sliding_window_ > 0)
+    for (const Gemma3Layer& layer : m.layers_)
+      m.info_.cache.layer_window.push_back(layer.local ? m.sliding_window_ : 0);
   return m;
 }
 

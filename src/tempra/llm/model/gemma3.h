@@ -17,9 +17,12 @@
 // the attention, whose own scale is 1. Layer il is local when il % pattern < pattern - 1: its
 // attention slides over the last sliding_window positions and its rope has base
 // rope.freq_base_swa (10000 by default) and no position scaling (YaRN's ext and attention
-// factors still apply, as in llama.cpp); the others are global (rope.freq_base, rope scaling). Under Numerics::ggml the GeGLU rounds as ggml's CPU table does (the gate
-// rounded to f16, its gelu rounded to f16, then times up in f32). Local layers keep a cache as
-// long as the global ones (llama.cpp keeps only the window's positions for them). Parity: tests/llm/gemma3_oracle_test.cpp.
+// factors still apply, as in llama.cpp); the others are global (rope.freq_base, rope scaling).
+// Under Numerics::ggml the GeGLU rounds as ggml's CPU table does (the gate rounded to f16, its
+// gelu rounded to f16, then times up in f32). In a cache made for a bounded batch
+// (Model::make_cache's max_rows: sessions and the scheduler), local layers keep only their
+// window's positions, as llama.cpp's SWA cache does (KvCacheShape::layer_window). Parity:
+// tests/llm/gemma3_oracle_test.cpp.
 #pragma once
 
 #include <filesystem>

@@ -19,6 +19,17 @@
 // kernel table's cache_attention (rows are read where they lie, f16 and Q8_0 widened in
 // registers), so a decode step neither copies nor widens the prefix, whatever the storage type.
 //
+// A sliding-window layer of a cache made with KvCacheShape::window_rows (Gemma 3's local layers)
+// keeps its last R = window + window_rows + 63 positions: position p at row p % R, and again at
+// row p % R + R, so that the positions any forward pass attends over (at most window - 1 before
+// its first row, rounded down to a multiple of kCacheKeyAlignment (64), and its at most
+// window_rows own) lie in consecutive rows, which attend() hands the kernel as they are. Such a
+// layer takes at most window_rows rows per write, cannot give back the full prefix (keys(),
+// values() and write() refuse it), and truncates only where every position the next rows will
+// see is still held (can_truncate). Any layer with a window hands the kernel its rows from that
+// aligned start, which gives the bits of the whole cache, so a ring, a full layer and the
+// kernel over everything agree bit for bit.
+//
 // Recurrent layers (qwen35's gated delta nets) keep no rows: each holds one f32 state that
 // summarizes every position so far, which a forward pass reads and replaces in place
 // (recurrent_state()). Such a state cannot forget its last positions, so a cache with recurrent
@@ -49,13 +60,22 @@ struct KvCacheShape {
   // counts the attention layers only (it may be 0).
   int n_recurrent = 0;
   int64_t recurrent_floats = 0;
+  // Sliding-window layers (Gemma 3's local ones): the window each attention layer attends over
+  // (0: every position; empty: no layer slides). With window_rows > 0, the most rows one forward
+  // pass writes to the cache, a sliding layer keeps only its last window + window_rows - 1
+  // positions, in a ring, when that is fewer than capacity (llama.cpp's SWA cache): its memory
+  // no longer grows with the context. 0: every layer keeps capacity positions.
+  std::vector<int64_t> layer_window;
+  int64_t window_rows = 0;
 
-  // Whether a cache of this shape serves a model of `other`'s (capacity aside).
+  // Whether a cache of this shape serves a model of `other`'s (capacity and window_rows aside).
   bool same_layers(const KvCacheShape& other) const {
     return n_layer == other.n_layer && n_head_kv == other.n_head_kv && head_dim == other.head_dim &&
            values_in_keys == other.values_in_keys && n_recurrent == other.n_recurrent &&
-           recurrent_floats == other.recurrent_floats;
+           recurrent_floats == other.recurrent_floats && layer_window == other.layer_window;
   }
+  // The window of attention layer `layer` (0: none).
+  int64_t window(int layer) const { return layer_window.empty() ? 0 : layer_window[size_t(layer)]; }
 };
 
 class KvCache {
@@ -105,10 +125,13 @@ class KvCache {
   // Commits n positions written past size().
   void advance(int64_t n);
   // Whether truncate(n) can keep the first n positions: any n <= size(), or with recurrent
-  // layers only 0 and size().
+  // layers only 0 and size(), or with sliding layers in rings 0 and the n whose next rows see
+  // only positions the rings still hold.
   bool can_truncate(int64_t n) const;
+  // The positions layer `layer` holds rows for: capacity(), or 2 R for a sliding layer's ring.
+  int64_t layer_rows(int layer) const { return rows_[size_t(layer)]; }
   // Whether truncate can drop the newest positions (a speculative draft's rejected rows): not
-  // with recurrent layers, whose states have taken them in.
+  // with recurrent layers, whose states have taken them in (rings can drop up to window_rows).
   bool rewinds() const { return shape_.n_recurrent == 0; }
   // Keeps the first n positions; a cache with recurrent layers that cannot (can_truncate) throws
   // tempra::Error and is left as it was.
@@ -119,9 +142,18 @@ class KvCache {
   void write_q8_0(ExecContext& ctx, std::vector<quant::BlockQ8_0>& blocks, int64_t start, const Array& x);
   Array read_q8_0(ExecContext& ctx, const std::vector<quant::BlockQ8_0>& blocks, int64_t length) const;
 
+  // Where the rows attention reads for queries ending at kv_len lie: the first position it
+  // sees (the window's first for the first query, 0 without a window) and that position's row.
+  struct Visible {
+    int64_t first_position, first_row;
+  };
+  Visible visible(size_t at, int64_t kv_len, int64_t q_len) const;
+
   KvCacheShape shape_;
   KvCacheType type_;
   int64_t size_ = 0;
+  // Per attention layer: the rows it holds (capacity, or 2 R), and R for a ring (0: none).
+  std::vector<int64_t> rows_, ring_;
   std::vector<Array> keys_, values_;  // f32/f16: per layer [n_head_kv, capacity, head_dim]
   // q8_0: per layer, blocks in [n_head_kv, capacity, head_dim / 32] order.
   std::vector<std::vector<quant::BlockQ8_0>> key_blocks_, value_blocks_;

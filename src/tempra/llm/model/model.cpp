@@ -56,9 +56,10 @@ Array Model::forward(ExecContext& ctx, std::span<const int32_t> tokens, KvCache&
   return buffers->logits;
 }
 
-KvCache Model::make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type) const {
+KvCache Model::make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type, int64_t max_rows) const {
   KvCacheShape shape = info().cache;
   shape.capacity = capacity > 0 ? capacity : info().context_length;
+  shape.window_rows = max_rows > 0 ? std::max(max_rows, kMinWindowRows) : 0;
   return KvCache(ctx, shape, type);
 }
 

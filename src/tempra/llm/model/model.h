@@ -100,7 +100,11 @@ class Model {
   // One sequence, every row's logits, into fresh buffers: f32 [n, n_vocab]. For tests and tools.
   Array forward(ExecContext& ctx, std::span<const int32_t> tokens, KvCache& cache) const;
   // A cache of this model's shape holding up to `capacity` positions (0: the model's context).
-  KvCache make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type) const;
+  // max_rows > 0: the most rows one forward pass will write to it (a session's batch), which
+  // lets sliding-window layers keep only their window's rows (KvCacheShape::window_rows; at
+  // least kMinWindowRows, so a speculative draft's verification fits too).
+  KvCache make_cache(ExecContext& ctx, int64_t capacity, KvCacheType type, int64_t max_rows = 0) const;
+  static constexpr int64_t kMinWindowRows = 64;
   // The cache of a model loaded with LoadOptions::moe_stream, else null.
   virtual const ExpertCache* expert_cache() const { return nullptr; }
 };

@@ -69,7 +69,7 @@ Scheduler::Scheduler(ExecContext& ctx, const Model& model, const Tokenizer& toke
   check(tokenizer.size() <= model.info().n_vocab, kOp, "the tokenizer has ", tokenizer.size(),
         " tokens but the model's vocab has ", model.info().n_vocab);
   for (int i = 0; i < options.slots; ++i)
-    slots_.push_back(std::make_unique<Slot>(model.make_cache(ctx, options.context, options.cache_type)));
+    slots_.push_back(std::make_unique<Slot>(model.make_cache(ctx, options.context, options.cache_type, options.batch)));
   options_.context = slots_.front()->cache.capacity();
   // Logit rows: one per slot, and up to SpeculationGate::kMaxRows for the rows of verify passes.
   logit_rows_ = std::min<int64_t>(options.batch, options.slots + SpeculationGate::kMaxRows);

@@ -12,7 +12,7 @@ namespace tempra::llm {
 Session::Session(ExecContext& ctx, const Model& model, const SessionOptions& options)
     : model_(&model),
       batch_(options.batch),
-      cache_(model.make_cache(ctx, options.context, options.cache_type)),
+      cache_(model.make_cache(ctx, options.context, options.cache_type, options.batch)),
       step_(model.make_buffers(ctx, 1, 1, cache_.capacity())) {
   check(batch_ > 0, "Session", "batch must be positive, got ", batch_);
 }
