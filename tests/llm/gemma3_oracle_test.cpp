@@ -99,17 +99,26 @@ TEST(Gemma3Load, a_synthesized_model_loads_as_gemma3) {
   EXPECT_EQ(model->info().cache.head_dim, 64);
 }
 
+// The tiny preset over a 300-token synthetic vocab in F32, and n token ids spread over it.
+fs::path small_vocab_model(const std::string& name, uint64_t seed) {
+  SynthSpec spec = SynthSpec::gemma3_tiny();
+  spec.n_vocab = 300;
+  spec.weight_type = DType::f32;
+  spec.seed = seed;
+  return synth_model(scratch_dir(), name, spec);
+}
+std::vector<int32_t> token_ids(int n) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(int32_t((i * 37 + 5) % 300));
+  return ids;
+}
+
 // The sliding window keeps a row's bits whatever the passes: 30 tokens (past the window of 16)
 // in one pass, in passes of 7, and one at a time give bit-identical logits at every position,
 // on both backends and with f32 and q8_0 caches.
 TEST(Gemma3Load, a_prompt_split_into_passes_gives_the_same_logits_bit_for_bit) {
-  SynthSpec spec = SynthSpec::gemma3_tiny();
-  spec.n_vocab = 300;
-  spec.weight_type = DType::f32;
-  spec.seed = 3;
-  const auto model = load_model(synth_model(scratch_dir(), "gemma3-split", spec));
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 30; ++i) ids.push_back(int32_t((i * 37 + 5) % 300));
+  const auto model = load_model(small_vocab_model("gemma3-split", 3));
+  const std::vector<int32_t> ids = token_ids(30);
   for (const Backend backend : {Backend::scalar, Backend::native}) {
     for (const KvCacheType cache_type : {KvCacheType::f32, KvCacheType::q8_0}) {
       ExecContext ctx({.threads = 2, .backend = backend});
@@ -133,19 +142,14 @@ TEST(Gemma3Load, a_prompt_split_into_passes_gives_the_same_logits_bit_for_bit) {
 
 // A cache made for passes of at most 64 rows keeps only the local layer's window in a ring of
 // 16 + 64 + 63 = 143 positions (286 rows), where a full one holds all 1024: 400 prompt tokens in
-// passes of 64 then 100 decode steps wrap the ring twice and give the full cache's logits bit
+// passes of 64 then 100 decode steps go round the ring three times and give the full cache's logits bit
 // for bit, on both backends and every cache type. The ring takes rewinds to where its next rows
 // see only positions it holds (and to 0), refuses the rest and a pass past its 64 rows by name,
 // and a rewound ring continues as the full cache does.
 TEST(Gemma3Load, a_sliding_windows_ring_gives_the_full_caches_bits) {
-  SynthSpec spec = SynthSpec::gemma3_tiny();
-  spec.n_vocab = 300;
-  spec.weight_type = DType::f32;
-  spec.seed = 4;
-  const auto model = load_model(synth_model(scratch_dir(), "gemma3-ring", spec));
+  const auto model = load_model(small_vocab_model("gemma3-ring", 4));
   ASSERT_EQ(model->info().cache.layer_window, (std::vector<int64_t>{16, 0}));
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 500; ++i) ids.push_back(int32_t((i * 37 + 5) % 300));
+  const std::vector<int32_t> ids = token_ids(500);
   for (const Backend backend : {Backend::scalar, Backend::native}) {
     for (const KvCacheType cache_type : {KvCacheType::f32, KvCacheType::f16, KvCacheType::q8_0}) {
       SCOPED_TRACE(std::string(backend == Backend::scalar ? "scalar" : "native") + " cache type " +

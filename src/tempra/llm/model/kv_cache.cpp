@@ -66,6 +66,15 @@ KvCache::Visible KvCache::visible(size_t at, int64_t kv_len, int64_t q_len) cons
   return {first, ring_[at] > 0 ? first % ring_[at] : first};
 }
 
+KvCache::Visible KvCache::attended(size_t at, int64_t kv_len, int64_t q_len, int64_t window, const char* op) const {
+  check(shape_.layer_window.empty() || window == shape_.window(int(at)), op, "layer ", at, " attends over a window of ",
+        shape_.window(int(at)), ", not ", window);
+  const Visible first = visible(at, kv_len, q_len);
+  check(ring_[at] == 0 || kv_len - first.first_position <= ring_[at], op, q_len, " queries see ",
+        kv_len - first.first_position, " positions, more than layer ", at, "'s ring holds (", ring_[at], ")");
+  return first;
+}
+
 // x [n_head_kv, n, head_dim] -> the blocks of positions [start, start + n) of every head.
 void KvCache::write_q8_0(ExecContext& ctx, std::vector<quant::BlockQ8_0>& blocks, int64_t start, const Array& x) {
   const Array rows = contiguous(ctx, x.dtype() == DType::f32 ? x : cast(ctx, x, DType::f32));
@@ -179,14 +188,10 @@ void KvCache::attend(ExecContext& ctx, int layer, int64_t kv_len, const float* q
         " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
   const Kernels& kernels = kernels_for(ctx.backend());
   const auto at = static_cast<size_t>(layer);
-  check(shape_.layer_window.empty() || window == shape_.window(layer), "KvCache::attend", "layer ", layer,
-        " attends over a window of ", shape_.window(layer), ", not ", window);
   // The keys from the first one any query sees, in consecutive rows (a ring's too).
-  const Visible first = visible(at, kv_len, q_len);
+  const Visible first = attended(at, kv_len, q_len, window, "KvCache::attend");
   const int64_t H = shape_.n_head_kv, D = shape_.head_dim, seen = kv_len - first.first_position;
   const int64_t stride = rows_[at] * D, offset = first.first_row * D;
-  check(ring_[at] == 0 || seen <= ring_[at], "KvCache::attend", q_len, " queries see ", seen,
-        " positions, more than layer ", layer, "'s ring holds (", ring_[at], ")");
   switch (type_) {
     case KvCacheType::f32:
       kernels.cache_attention_f32({q, keys_[at].data<float>() + offset, value_array(at).data<float>() + offset, out,
@@ -217,13 +222,9 @@ void KvCache::attend_ggml(ExecContext& ctx, int layer, int64_t kv_len, const flo
   check(q_heads >= shape_.n_head_kv && q_heads % shape_.n_head_kv == 0, "KvCache::attend_ggml", "query heads ", q_heads,
         " are not a multiple of the cache's ", shape_.n_head_kv, " key/value heads");
   const auto at = static_cast<size_t>(layer);
-  check(shape_.layer_window.empty() || window == shape_.window(layer), "KvCache::attend_ggml", "layer ", layer,
-        " attends over a window of ", shape_.window(layer), ", not ", window);
   const int64_t H = shape_.n_head_kv, D = shape_.head_dim, group = q_heads / H, rows = rows_[at];
   // As attend: the keys from the first one any query sees, at consecutive rows.
-  const Visible first = visible(at, kv_len, q_len);
-  check(ring_[at] == 0 || kv_len - first.first_position <= ring_[at], "KvCache::attend_ggml", q_len,
-        " queries see more positions than layer ", layer, "'s ring holds (", ring_[at], ")");
+  const Visible first = attended(at, kv_len, q_len, window, "KvCache::attend_ggml");
   const f16_t* keys = keys_[at].data<f16_t>() + first.first_row * D;
   const f16_t* values = value_array(at).data<f16_t>() + first.first_row * D;
   kv_len -= first.first_position;

@@ -27,8 +27,8 @@
 // layer takes at most window_rows rows per write, cannot give back the full prefix (keys(),
 // values() and write() refuse it), and truncates only where every position the next rows will
 // see is still held (can_truncate). Any layer with a window hands the kernel its rows from that
-// aligned start, which gives the bits of the whole cache, so a ring, a full layer and the
-// kernel over everything agree bit for bit.
+// aligned start, where native's key blocks fall as they would over the whole cache, so a ring
+// and a full layer give the same bits (tests/llm/gemma3_oracle_test.cpp).
 //
 // Recurrent layers (qwen35's gated delta nets) keep no rows: each holds one f32 state that
 // summarizes every position so far, which a forward pass reads and replaces in place
@@ -148,6 +148,8 @@ class KvCache {
     int64_t first_position, first_row;
   };
   Visible visible(size_t at, int64_t kv_len, int64_t q_len) const;
+  // visible() for `op`'s attention with `window`, checked against the layer's window and ring.
+  Visible attended(size_t at, int64_t kv_len, int64_t q_len, int64_t window, const char* op) const;
 
   KvCacheShape shape_;
   KvCacheType type_;
