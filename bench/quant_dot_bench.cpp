@@ -103,6 +103,36 @@ void BM_gemm(benchmark::State& state, const char* format) {
   state.SetLabel(std::string(format) + " tempra native" + (dot.gemm != nullptr ? " gemm" : " dots"));
 }
 
+// BM_gemv: the same call at one activation row (decode), on `threads` threads, in weight GB/s:
+// 1024 x 3072 stays in the L2/L3 (the kernel's compute rate), 151936 x 1024 (Qwen3's output
+// head) does not (its memory rate).
+void BM_gemv(benchmark::State& state, const char* format) {
+  const int64_t n = state.range(0), k = state.range(1);
+  const tempra::QuantDot& dot =
+      *tempra::find_quant_dot(tempra::quant::find_format(format)->dtype, tempra::Backend::native);
+  const Rows rows = make_rows(dot, n, k);
+  std::vector<float> c(n);
+  tempra::ThreadPool pool(int(state.range(2)));
+  for (auto _ : state) {
+    tempra::quant_dot_gemm(dot, 1, n, k, rows.activation.data(), rows.weights.data(), c.data(), n, pool);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["weight_GB/s"] = benchmark::Counter(double(rows.weights.size()),
+                                                     benchmark::Counter::kIsIterationInvariantRate,
+                                                     benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(format) + " tempra native gemv");
+}
+
+void gemv_shapes(benchmark::internal::Benchmark* b) {
+  for (int threads : {1, 2}) b->Args({3072, 1024, threads})->Args({151936, 1024, threads});
+  b->ArgNames({"n", "k", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_gemv, q8_0, "q8_0")->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv, q4_0, "q4_0")->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv, q4_k, "q4_k")->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv, q6_k, "q6_k")->Apply(gemv_shapes);
+
 void gemm_shapes(benchmark::internal::Benchmark* b) {
   b->Args({512, 3072, 1024})->Args({512, 1024, 3072});
   b->ArgNames({"m", "n", "k"})->Unit(benchmark::kMillisecond)->UseRealTime();

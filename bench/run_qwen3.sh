@@ -4,7 +4,7 @@
 #
 # Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS="2"] [REPS=3]
 #        [TYPES="F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"] [CELLS="512:128"] [RSS_PROMPTS="512 4096"]
-#        bench/run_qwen3.sh [speed] [rss] [tokenize]      (all three when none is named)
+#        bench/run_qwen3.sh [speed] [rss] [tokenize] [native]   (the first three when none is named)
 # - speed: for each type, thread count and cell PROMPT:GEN, one paired run (tempra, then
 #   llama.cpp, per repetition; medians of REPS) of a PROMPT-token prefill (forward passes of 512
 #   tokens in both) and GEN decode steps after it, i.e. at a depth of PROMPT: "4096:128" gives
@@ -13,6 +13,10 @@
 #   RSS_PROMPTS then 128 decode steps (so contexts of PROMPT + 128).
 # - tokenize: 1 MiB of English text (Debian's /usr/share/common-licenses, concatenated and
 #   repeated) through both tokenizers, the Q8_0 model's (real Qwen3) vocab.
+# - native: `tempra bench` against llama-bench built natively for this CPU
+#   (bench/build_llama_native.sh, built on first use, ~20 minutes), the same flags for both: for
+#   each cell PROMPT:GEN, ppPROMPT and tgGEN at a depth of PROMPT, REPS repetitions (t/s as mean
+#   +- sd, llama-bench's table). The other llama.cpp of the issue's "faster of the two".
 # Models are synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
 # real tokenizer) into MODELS and reused; each is 0.4 to 1.5 GB.
 # LLAMA_CPU_VARIANT=haswell (any libggml-cpu-*.so name of the oracle) makes llama.cpp run that
@@ -29,6 +33,7 @@ TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"}
 CELLS=${CELLS:-"512:128"}
 RSS_PROMPTS=${RSS_PROMPTS:-"512 4096"}
 WHAT=${*:-speed rss tokenize}
+root="$(cd "$(dirname "$0")/.." && pwd)"
 BENCH="$BUILD/bench/qwen3_bench"
 TEMPRA="$BUILD/bin/tempra"
 if [ ! -x "$BENCH" ]; then
@@ -96,8 +101,26 @@ for w in $WHAT; do
       echo "## tokenizer, $(wc -c < "$text") bytes; load: $(uptime | sed 's/.*load/load/')"
       "$BENCH" tokenize "$path" "$text" --reps 5
       ;;
+    native)
+      llama_bench=$("$root/bench/build_llama_native.sh")
+      for t in $TYPES; do
+        path=$(model "$t")
+        for threads in $THREADS; do
+          for cell in $CELLS; do
+            prompt=${cell%:*} gen=${cell#*:}
+            echo "## native: $t, threads $threads, pp$prompt, tg$gen @ d$prompt; load: $(uptime | sed 's/.*load/load/')"
+            for engine in "$TEMPRA bench" "$llama_bench"; do
+              # shellcheck disable=SC2086  # "tempra bench": a command and its subcommand
+              $engine -m "$path" -t "$threads" -r "$REPS" -p "$prompt" -n 0 2>/dev/null | grep -E '^\| (model|.*pp)'
+              # shellcheck disable=SC2086
+              $engine -m "$path" -t "$threads" -r "$REPS" -p 0 -n "$gen" -d "$prompt" 2>/dev/null | grep -E '^\| .*tg'
+            done
+          done
+        done
+      done
+      ;;
     *)
-      echo "run_qwen3.sh: unknown part '$w' (speed, rss, tokenize)" >&2
+      echo "run_qwen3.sh: unknown part '$w' (speed, rss, tokenize, native)" >&2
       exit 2
       ;;
   esac

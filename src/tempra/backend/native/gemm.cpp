@@ -55,6 +55,7 @@
 #include <utility>
 
 #include "tempra/backend/native/native.h"
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/native/simd.h"
 #include "tempra/quant/blocks.h"
@@ -357,7 +358,7 @@ inline void dot_tile_chunk(int64_t p0, int64_t p1, const float* const* x, const 
   for (; p + kLanes <= p1; p += kLanes) {
     if (ahead != 0)
       for (int q = 0; q < C; ++q)
-        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(y[q] + p) + ahead), 0, 3);
+        prefetch_weights(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(y[q] + p) + ahead));
     V yv[C];
     for (int q = 0; q < C; ++q) yv[q] = load_row(y[q] + p);
     for (int r = 0; r < R; ++r) {

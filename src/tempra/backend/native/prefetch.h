@@ -5,7 +5,13 @@
 // prefetcher leaves that stream latency-bound: the Q8_0 dot read ~3.7 GB/s on one core and a
 // 0.6B Q8_0 model decoded at 6.1 tok/s (1 thread) / 11.0 (2 threads); asking for the bytes
 // 2 KiB ahead made it 15.8 / 27.6 (docs/BENCHMARK.md, session 8). 1 KiB and 4 KiB ahead were
-// both slower than 2 KiB there. A prefetch is a hint: it never faults (past the end of a
+// both slower than 2 KiB there.
+// Where to: a dot that reads one row asks for the L1 (prefetcht0); the GEMVs that read 8 or 16
+// rows side by side ask for the L2 (prefetcht1, prefetch_weights). On an AMD EPYC Zen 4 the
+// prefetcht0s of sixteen streams held the Q8_0 GEMV to a third of the core's bandwidth
+// (151936 x 1024, one thread: 11.7 GB/s, and 29-30 with prefetcht1), while the one-row Q8_0
+// dot ran 16.9 GB/s with prefetcht0 and 12.8 with prefetcht1 (bench/quant_dot_bench,
+// docs/BENCHMARK.md, session 23). A prefetch is a hint: it never faults (past the end of a
 // mapping included) and changes no result, so the kernels stay bit-identical to scalar.
 #pragma once
 
@@ -15,6 +21,10 @@ namespace tempra::native {
 
 // How far ahead of the block being read the weights are requested.
 inline constexpr size_t kWeightPrefetchBytes = 2048;
+
+// Requests the 64-byte line at p into the L2 (locality 2: prefetcht1 on x86): for kernels that
+// stream many rows at once.
+inline void prefetch_weights(const void* p) { __builtin_prefetch(p, 0, 2); }
 
 // Requests the kBytes at `block` + kWeightPrefetchBytes (one prefetch per 64-byte line; blocks
 // read one after another cover every line of the stream).

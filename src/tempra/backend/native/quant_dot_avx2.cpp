@@ -243,7 +243,7 @@ TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int row
     alignas(16) uint16_t d_bits[8], dmin_bits[8];
     for (int r = 0; r < 8; ++r) {
       for (size_t offset = 0; offset < sizeof(Block); offset += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead + offset, 0, 3);
+        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
       lanes[r] = k_lanes(row[r][b], a[b], min_sums[r]);
       d_bits[r] = row[r][b].d.bits;
       if constexpr (kMins) dmin_bits[r] = row[r][b].dmin.bits;

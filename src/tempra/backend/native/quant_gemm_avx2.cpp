@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/quant_dot.h"
@@ -306,7 +307,7 @@ TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
         const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r][b].qs));
         const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), _mm_and_si128(packed, nibble));
         partial[r] = _mm256_madd_epi16(_mm256_maddubs_epi16(codes, av), ones);
-        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
+        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead);
       }
     } else {
       const int16_t* wide = t.wide + (row_index * nb + b) * kBlock32;
@@ -315,7 +316,7 @@ TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
         const auto* qs = reinterpret_cast<const __m128i*>(row[r][b].qs);
         partial[r] = _mm256_add_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(qs)), a0),
                                       _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(qs + 1)), a1));
-        __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
+        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead);
       }
     }
     __m256i s = row_sums_8(partial);

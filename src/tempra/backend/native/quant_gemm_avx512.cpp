@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/backend/quant_dot.h"
@@ -291,8 +292,8 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
         low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p0, 4), nibble), _mm_and_si128(p0, nibble));
         high = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p1, 4), nibble), _mm_and_si128(p1, nibble));
       }
-      __builtin_prefetch(reinterpret_cast<const char*>(row[r] + b) + ahead, 0, 3);
-      __builtin_prefetch(reinterpret_cast<const char*>(row[r + 8] + b) + ahead, 0, 3);
+      prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead);
+      prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + ahead);
       const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
       dots[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, av);
     }
