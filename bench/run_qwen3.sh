@@ -55,6 +55,18 @@ model() {  # model TYPE: the path of the 0.6B model of that type, synthesized if
   echo "$path"
 }
 
+native_rows() {  # native_rows ENGINE PATTERN ARGS...: the engine's table rows matching PATTERN
+  local engine=$1 pattern=$2 out
+  shift 2
+  # shellcheck disable=SC2086  # "tempra bench": a command and its subcommand
+  if ! out=$($engine "$@" 2>&1); then
+    echo "run_qwen3.sh: '$engine $*' failed:" >&2
+    echo "$out" | tail -5 >&2
+    exit 1
+  fi
+  echo "$out" | grep -E "$pattern"
+}
+
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-);" \
      "llama.cpp CPU variant: ${LLAMA_CPU_VARIANT:-the best for this CPU}"
 for w in $WHAT; do
@@ -110,10 +122,8 @@ for w in $WHAT; do
             prompt=${cell%:*} gen=${cell#*:}
             echo "## native: $t, threads $threads, pp$prompt, tg$gen @ d$prompt; load: $(uptime | sed 's/.*load/load/')"
             for engine in "$TEMPRA bench" "$llama_bench"; do
-              # shellcheck disable=SC2086  # "tempra bench": a command and its subcommand
-              $engine -m "$path" -t "$threads" -r "$REPS" -p "$prompt" -n 0 2>/dev/null | grep -E '^\| (model|.*pp)'
-              # shellcheck disable=SC2086
-              $engine -m "$path" -t "$threads" -r "$REPS" -p 0 -n "$gen" -d "$prompt" 2>/dev/null | grep -E '^\| .*tg'
+              native_rows "$engine" '^\| (model|.*pp)' -m "$path" -t "$threads" -r "$REPS" -p "$prompt" -n 0
+              native_rows "$engine" '^\| .*tg' -m "$path" -t "$threads" -r "$REPS" -p 0 -n "$gen" -d "$prompt"
             done
           done
         done

@@ -9,7 +9,7 @@
 // Where to: a dot that reads one row asks for the L1 (prefetcht0); the GEMVs that read 8 or 16
 // rows side by side ask for the L2 (prefetcht1, prefetch_weights). On an AMD EPYC Zen 4 the
 // prefetcht0s of sixteen streams held the Q8_0 GEMV to a third of the core's bandwidth
-// (151936 x 1024, one thread: 11.7 GB/s, and 29-30 with prefetcht1), while the one-row Q8_0
+// (151936 x 1024, one thread: 11.7 GB/s, and 28-30 with prefetcht1), while the one-row Q8_0
 // dot ran 16.9 GB/s with prefetcht0 and 12.8 with prefetcht1 (bench/quant_dot_bench,
 // docs/BENCHMARK.md, session 23). A prefetch is a hint: it never faults (past the end of a
 // mapping included) and changes no result, so the kernels stay bit-identical to scalar.
