@@ -102,6 +102,15 @@ template <class W>
 using HalfWeightGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w,
                                 int64_t ldw, float* c, int64_t ldc, ThreadPool&);
 
+// c[m, n] = bf16(a)[m, k] . w[n, k]^T with w in bf16: each activation is first rounded to bf16
+// (half.h's rounding, nearest even), as ggml rounds a BF16 matrix's activations to its
+// vec_dot_type. Every product of two bf16 values is exact in f32 (8-bit significands), so only
+// the f32 sums round; the scalar kernel adds in increasing p, a native arm in its own order
+// (AVX-512 BF16's vdpbf16ps also treats subnormal inputs and sums as zero): the tolerance of
+// tests/backend/native_bf16_gemm_test.cpp. Arguments as HalfWeightGemm's.
+using Bf16ProductGemm = void (*)(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w,
+                                 int64_t ldw, float* c, int64_t ldc, ThreadPool&);
+
 // c[m, n] = a[m, k] . w[n, k]^T with w block-quantized (any dtype with a quant::QuantFormat):
 // row j of w is the w_type.bytes_for(k) bytes at w + j * w_type.bytes_for(k), k a multiple of
 // the format's block size. Each weight is decoded by the format's reference dequantize_row and
@@ -142,6 +151,7 @@ struct Kernels {
   FloatKernels<double> f64;
   HalfWeightGemm<f16_t> gemm_f16_weights;
   HalfWeightGemm<bf16_t> gemm_bf16_weights;
+  Bf16ProductGemm gemm_bf16_products;
   QuantWeightGemm gemm_quant_weights;
   StoredWeightGemmNN gemm_stored_weights_nn;
   Conversion<f16_t, float> f16_to_f32;

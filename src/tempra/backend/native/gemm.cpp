@@ -534,6 +534,27 @@ void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int
   gemm_packed<kKc>(m, k, n, a, lda, 1, panels, c, ldc, pool);
 }
 
+#if !TEMPRA_QUANT_AVX512
+Bf16ProductGemm bf16_products_avx512() { return nullptr; }
+#endif
+
+const char* bf16_products_arm() { return bf16_products_avx512() != nullptr ? "avx512bf16" : "widened"; }
+
+void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
+                        float* c, int64_t ldc, ThreadPool& pool) {
+  static const Bf16ProductGemm arm = bf16_products_avx512();
+  if (arm != nullptr) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
+  if (empty_product(m, n, k, c, ldc)) return;
+  // No bf16 dot product here: the rounded activations, widened back to f32 (exactly), against
+  // the weights widened in registers; the products are the same exact ones.
+  float* rounded = thread_scratch(4).floats(m * k);
+  pool.parallel_for(m, std::max<int64_t>(1, 16384 / k), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      for (int64_t p = 0; p < k; ++p) rounded[i * k + p] = bf16_bits_to_f32(f32_to_bf16_bits(a[i * lda + p]));
+  });
+  gemm_half_weights(m, n, k, rounded, k, w, ldw, c, ldc, pool);
+}
+
 template void gemm_half_weights<f16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const f16_t*, int64_t,
                                        float*, int64_t, ThreadPool&);
 template void gemm_half_weights<bf16_t>(int64_t, int64_t, int64_t, const float*, int64_t, const bf16_t*, int64_t,

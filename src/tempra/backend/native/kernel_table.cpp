@@ -43,6 +43,7 @@ Kernels make_native_kernels() {
   table.f32.conv1d_grad = &native::conv1d_grad;
   table.gemm_f16_weights = &native::gemm_half_weights<f16_t>;
   table.gemm_bf16_weights = &native::gemm_half_weights<bf16_t>;
+  table.gemm_bf16_products = &native::gemm_bf16_products;
   table.gemm_quant_weights = &native::gemm_quant_weights;
   table.gemm_stored_weights_nn = &native::gemm_stored_weights_nn;
   table.f16_to_f32 = &native::f16_to_f32;

@@ -38,9 +38,10 @@ class ScratchBuffer {
   size_t capacity_ = 0;
 };
 
-// The calling thread's buffer number `slot` (distinct slots never alias).
+// The calling thread's buffer number `slot` (distinct slots never alias). gemm.cpp uses 0 to 3;
+// slot 4 holds gemm_bf16_products' rounded activations while it calls into them.
 inline ScratchBuffer& thread_scratch(int slot) {
-  thread_local ScratchBuffer buffers[4];
+  thread_local ScratchBuffer buffers[5];
   return buffers[slot];
 }
 

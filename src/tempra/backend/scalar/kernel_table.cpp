@@ -23,6 +23,7 @@ constexpr FloatKernels<T> scalar_float_kernels() {
 const Kernels& scalar_kernels() {
   static const Kernels table{"scalar", scalar_float_kernels<float>(), scalar_float_kernels<double>(),
                              &scalar::gemm_half_weights<f16_t>, &scalar::gemm_half_weights<bf16_t>,
+                             &scalar::gemm_bf16_products,
                              &scalar::gemm_quant_weights,           &scalar::gemm_stored_weights_nn,
                              &scalar::convert_half<f16_t, float>, &scalar::convert_half<bf16_t, float>,
                              &scalar::convert_half<float, f16_t>, &scalar::convert_half<float, bf16_t>,

@@ -41,6 +41,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_
 template <class W>
 void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
                        float* c, int64_t ldc, ThreadPool& pool);
+void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
+                        float* c, int64_t ldc, ThreadPool& pool);
 void gemm_quant_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w, DType w_type,
                         float* c, int64_t ldc, ThreadPool& pool);
 void gemm_stored_weights_nn(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* w,

@@ -136,13 +136,14 @@ enum class RowPath : uint8_t { few, many };
 RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::many : RowPath::few; }
 
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
-// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. One dispatch differs:
-// block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
+// (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. Two dispatches differ:
+// bf16 weights meet activations rounded to bf16 (Kernels::gemm_bf16_products) unless the
+// numerics are exact, where ops::linear keeps f32 activations; and block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
 // under standard ones on a native arm without an integer GEMM for the format), where
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows. `prepared` (optional) says what `quantized` holds of these m rows of x already:
-// their f16 or bf16 rounding (for ggml numerics' 16-bit products) or their encoding in a partner
+// their f16 rounding (for ggml numerics' f16 products) or their encoding in a partner
 // format, none (DType::f32) at first; a product that prepares x in the same format again skips
 // it, and one that prepares another sets it.
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
@@ -155,14 +156,12 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
     if (prepared != nullptr) *prepared = format;
     return false;
   };
-  if (numerics == Numerics::ggml && (w.dtype() == DType::f16 || w.dtype() == DType::bf16)) {
+  if (numerics == Numerics::ggml && w.dtype() == DType::f16) {
     // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
     auto* rounded = static_cast<float*>(quantized);
-    const bool to_f16 = w.dtype() == DType::f16;
     if (!ready(w.dtype()))
       ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
-        for (int64_t i = first; i < last; ++i)
-          rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+        for (int64_t i = first; i < last; ++i) rounded[i] = f16_bits_to_f32(f32_to_f16_bits(x[i]));
       });
     x = rounded;
   }
@@ -177,8 +176,10 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
         kernels.f32.gemm(rows, n, k, xr, k, 1, w.data<float>(), 1, k, yr, n, ctx.threads());
       else if (w.dtype() == DType::f16)
         kernels.gemm_f16_weights(rows, n, k, xr, k, w.data<f16_t>(), k, yr, n, ctx.threads());
-      else
+      else if (numerics == Numerics::exact)
         kernels.gemm_bf16_weights(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
+      else  // the activations rounded to bf16, ggml's vec_dot_type for BF16 (inside the kernel)
+        kernels.gemm_bf16_products(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
     }
     return;
   }

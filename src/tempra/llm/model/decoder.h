@@ -32,8 +32,11 @@
 namespace tempra::llm {
 
 // Where tempra may round differently from llama.cpp's CPU backend.
-//   standard (the default): f16/bf16 weight matrices widened to f32 times the f32 activations,
-//          attention in f32 over the widened cache; block-quantized matrices meet activation
+//   standard (the default): f16 weight matrices widened to f32 times the f32 activations,
+//          attention in f32 over the widened cache; bf16 matrices meet activation rows rounded
+//          to bf16 (ggml's vec_dot_type for BF16), every product exact and the sums in f32
+//          (Kernels::gemm_bf16_products: vdpbf16ps where the CPU has AVX512_BF16, twice the
+//          multiply-adds of an f32 FMA); block-quantized matrices meet activation
 //          rows rounded to their partner format (Q8_0, Q8_K) in exact integer dots at every
 //          batch size, as ggml computes them (quant_dot_gemm: the integer GEMM of the arm for
 //          prompts, bit for bit the dots of a decode step), so a prompt's logits do not depend
@@ -41,13 +44,15 @@ namespace tempra::llm {
 //          the format (quant_dot.h; for now only the AVX-512 VNNI arm has them, for Q8_0, Q4_0,
 //          Q4_K, Q5_K and Q6_K), batches of more than 32 tokens take exact's decoding GEMM
 //          instead, which is faster there than the dots, and the split matters again.
-//   exact: as standard, except that batches of more than 32 tokens multiply block-quantized
+//   exact: as standard, except that bf16 matrices are widened to f32 and meet the f32
+//          activations, and batches of more than 32 tokens multiply block-quantized
 //          matrices decoded exactly by the f32 activations (Kernels::gemm_quant_weights; no
 //          partner rounding: what tools/qwen3_reference.py computes in float64, which the
 //          parity tests hold it to). Decode steps keep the integer dots.
 //   ggml:  ggml's roundings, for logit parity with llama.cpp: each activation row rounded to the
-//          weight's type before an f16/bf16 matrix (its vec_dot_type is F16 / BF16, so ggml
-//          converts src1 before the dot; products of two halves are exact in f32; not so in
+//          weight's type before an f16 matrix, as before a bf16 one under standard (its
+//          vec_dot_type is F16 / BF16, so ggml converts src1 before the dot; products of two
+//          halves are exact in f32; not so in
 //          ggml's AMX buffer, which the oracle tests turn off: tests/llm/logit_oracle.h), and with an
 //          f16 cache and fewer than 64 tokens in the batch, attention as ggml's CPU flash
 //          attention computes it then (KvCache::attend_ggml: f16 query, f16 value accumulator;
