@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tempra/backend/kernels.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/thread_pool.h"
 #include "tempra/quant/formats.h"
@@ -123,12 +124,42 @@ void BM_gemv(benchmark::State& state, const char* format) {
   state.SetLabel(std::string(format) + " tempra native gemv");
 }
 
+// BM_gemv_bf16: a bf16 matrix's decode product, as BM_gemv: Kernels::gemm_bf16_products (the
+// activation rounded to bf16: standard numerics) or gemm_bf16_weights (f32 activation: exact),
+// both through the f32 dots on weights widened in registers (native/bf16_gemm_avx512.cpp says
+// why). The weights start 32 bytes past a 64-byte boundary when `misaligned` (GGUF aligns
+// tensor data to 32 bytes only).
+void BM_gemv_bf16(benchmark::State& state, bool products, bool misaligned) {
+  const int64_t n = state.range(0), k = state.range(1);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(k), c(n);
+  for (float& x : a) x = dist(rng);
+  std::vector<tempra::bf16_t> storage(size_t(n * k) + 64);
+  auto* base = reinterpret_cast<tempra::bf16_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+  tempra::bf16_t* w = base + (misaligned ? 16 : 0);
+  for (int64_t i = 0; i < n * k; ++i) w[i] = tempra::to_bf16(dist(rng));
+  const tempra::Kernels& kernels = tempra::kernels_for(tempra::Backend::native);
+  tempra::ThreadPool pool(int(state.range(2)));
+  for (auto _ : state) {
+    if (products) kernels.gemm_bf16_products(1, n, k, a.data(), k, w, k, c.data(), n, pool);
+    else kernels.gemm_bf16_weights(1, n, k, a.data(), k, w, k, c.data(), n, pool);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["weight_GB/s"] = benchmark::Counter(double(n * k * 2), benchmark::Counter::kIsIterationInvariantRate,
+                                                     benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(products ? "bf16 products" : "bf16 widened") + (misaligned ? ", 32-byte aligned" : ""));
+}
+
 void gemv_shapes(benchmark::internal::Benchmark* b) {
   for (int threads : {1, 2}) b->Args({3072, 1024, threads})->Args({151936, 1024, threads});
   b->ArgNames({"n", "k", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK_CAPTURE(BM_gemv, q8_0, "q8_0")->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_bf16, products, true, false)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_bf16, products_misaligned, true, true)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_bf16, widened, false, false)->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q4_0, "q4_0")->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q4_k, "q4_k")->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q6_k, "q6_k")->Apply(gemv_shapes);

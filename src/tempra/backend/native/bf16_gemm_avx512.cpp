@@ -9,20 +9,21 @@
 //
 // The activations are rounded to bf16 once per call with half.h's rounding, in integer
 // arithmetic (vcvtneps2bf16 would flush subnormals, which half.h keeps), into rows of the
-// calling thread's scratch zero-padded to a multiple of 32 elements. Two paths, chosen by shape
-// alone, so a result does not depend on the thread count:
-// - Dots (m <= kSkinnyRows: decode steps, short chunks): as gemm.cpp's skinny dots, a task takes
-//   kDotCols rows of the weights and walks k in chunks that keep them in L1 while every
-//   activation row passes; 32 elements per step, lane l summing pairs 2l, 2l + 1 of each step in
-//   increasing p, the 16 lanes added at the end. Weights are read in place (a masked load for a
-//   row's last partial step).
-// - Packed (more rows): a task takes kNr = 64 columns of c, transposes their weight rows once
-//   into [pair][column] 32-bit pairs (one zmm per 16 columns; 16 x 16 transposes of pairs), then
-//   runs every kMr-row tile of activations over them, whole depth at once: kMr x kNr f32 sums
-//   in 24 registers, each step one 32-bit broadcast of a row's pair against four zmm of the
-//   panel. Lane j of a tile sums the pairs of column j in increasing p. The packed panel
-//   (kNr x k bf16: 384 KiB at k = 3072) stays in L2 while the activation rows stream past it,
-//   as the integer GEMMs' panels do (quant_gemm_avx512.cpp).
+// calling thread's scratch zero-padded to a multiple of 32 elements. A task takes kNr = 64
+// columns of c, transposes their weight rows once into [pair][column] 32-bit pairs (one zmm per
+// 16 columns; 16 x 16 transposes of pairs), then runs every kMr-row tile of activations over
+// them, whole depth at once: kMr x kNr f32 sums in 24 registers, each step one 32-bit broadcast
+// of a row's pair against four zmm of the panel. Lane j of a tile sums the pairs of column j in
+// increasing p, whatever the thread count. The packed panel (kNr x k bf16: 384 KiB at k = 3072)
+// stays in L2 while the activation rows stream past it, as the integer GEMMs' panels do
+// (quant_gemm_avx512.cpp).
+//
+// Prompts only (gemm.cpp sends m <= 32 rows to the f32 dots on the widened weights): packing
+// costs as much as a product of a few rows, and decode steps, which read every weight once, ran
+// slower through vdpbf16ps dot tiles reading the weights in place (commit 077045e) than through
+// those f32 dots: 16.5 to 18.6 against 20 to 26 GB/s on one thread of an AMD EPYC Zen 4 for
+// Qwen3's 151936 x 1024 head (quant_dot_bench's BM_gemv_bf16; prefetch distance, L1 prefetch,
+// two lines a step and split accumulators all tried), though 1.6x faster from the L3.
 //
 // The functions opt in with a target attribute; bf16_products_avx512() returns the entry only
 // after a CPUID check.
@@ -32,7 +33,6 @@
 #include <cstdint>
 
 #include "tempra/backend/native/native.h"
-#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/core/thread_pool.h"
 
@@ -43,9 +43,6 @@ namespace {
 
 constexpr int kLanes = 16;
 constexpr int kMr = 6, kNv = 4, kNr = kNv * kLanes;  // 24 accumulators of 32 registers
-constexpr int64_t kSkinnyRows = 32;                    // as gemm.cpp's: decode steps and short chunks
-constexpr int kDotRows = 4, kDotCols = 4;              // a dot tile: activation rows x weight rows
-constexpr int64_t kDotChunk = 2048;                    // elements of k per pass: kDotCols rows in 16 KiB
 constexpr int64_t kStep = 32;                          // bf16 per zmm
 
 inline int64_t padded_depth(int64_t k) { return (k + kStep - 1) / kStep * kStep; }
@@ -71,77 +68,6 @@ TEMPRA_BF16 void round_rows(const float* a, int64_t lda, int64_t k, int64_t kp, 
       r = _mm512_mask_or_epi32(r, nan, high, quiet);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + p), _mm512_cvtepi32_epi16(r));
     }
-  }
-}
-
-// acc[r][q] += x[r] . y[q] over elements [p0, p1) (p0 a multiple of kStep), x rows padded with
-// zeros to a whole step, y rows of k elements (a masked load past k). Each y row's bytes `ahead`
-// on are prefetched as it is read.
-template <int R, int C>
-TEMPRA_BF16 inline void dot_tile(int64_t p0, int64_t p1, const uint16_t* const* x, const uint16_t* const* y,
-                                 __m512 (&acc_io)[R][C], size_t ahead) {
-  __m512 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc[r][q] = acc_io[r][q];
-  int64_t p = p0;
-  for (; p + kStep <= p1; p += kStep) {
-    __m512bh yv[C];
-    for (int q = 0; q < C; ++q) {
-      prefetch_weights(reinterpret_cast<const char*>(y[q] + p) + ahead);
-      yv[q] = as_bf16(_mm512_loadu_si512(y[q] + p));
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m512bh xv = as_bf16(_mm512_loadu_si512(x[r] + p));
-      for (int q = 0; q < C; ++q) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], xv, yv[q]);
-    }
-  }
-  if (p < p1) {
-    const __mmask32 valid = __mmask32((uint64_t{1} << (p1 - p)) - 1);
-    __m512bh yv[C];
-    for (int q = 0; q < C; ++q) yv[q] = as_bf16(_mm512_maskz_loadu_epi16(valid, y[q] + p));
-    for (int r = 0; r < R; ++r) {
-      const __m512bh xv = as_bf16(_mm512_loadu_si512(x[r] + p));
-      for (int q = 0; q < C; ++q) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], xv, yv[q]);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int q = 0; q < C; ++q) acc_io[r][q] = acc[r][q];
-}
-
-// The dots path for weight-row blocks first .. last - 1 (kDotCols rows each).
-TEMPRA_BF16 void dot_columns(int64_t first, int64_t last, int64_t m, int64_t n, int64_t k, const uint16_t* a,
-                             int64_t kp, const uint16_t* w, int64_t ldw, float* c, int64_t ldc) {
-  constexpr int R = kDotRows, C = kDotCols;
-  static_assert(kDotChunk % kStep == 0 && kSkinnyRows % R == 0);
-  const int64_t row_tiles = (m + R - 1) / R;
-  const size_t ahead = size_t(ldw) * C * sizeof(uint16_t);  // the next block's rows (prefetch.h)
-  __m512 acc[kSkinnyRows / R][R][C];
-  for (int64_t jb = first; jb < last; ++jb) {
-    const int64_t j0 = jb * C;
-    const int cols = int(std::min<int64_t>(C, n - j0));
-    const uint16_t* y[C];
-    for (int q = 0; q < C; ++q) y[q] = w + (j0 + std::min(q, cols - 1)) * ldw;  // repeat the last row
-    for (int64_t t = 0; t < row_tiles; ++t)
-      for (int r = 0; r < R; ++r)
-        for (int q = 0; q < C; ++q) acc[t][r][q] = _mm512_setzero_ps();
-    for (int64_t p0 = 0; p0 < k; p0 += kDotChunk) {
-      const int64_t p1 = std::min(k, p0 + kDotChunk);
-      for (int64_t t = 0; t < row_tiles; ++t) {
-        const int64_t i0 = t * R;
-        const uint16_t* x[R];
-        for (int r = 0; r < R; ++r) x[r] = a + std::min(i0 + r, m - 1) * kp;
-        // A last tile of fewer rows runs a narrower kernel (m = 1: decode).
-        switch (std::min<int64_t>(R, m - i0)) {
-          case 1: dot_tile<1, C>(p0, p1, x, y, reinterpret_cast<__m512(&)[1][C]>(acc[t]), ahead); break;
-          case 2: dot_tile<2, C>(p0, p1, x, y, reinterpret_cast<__m512(&)[2][C]>(acc[t]), ahead); break;
-          case 3: dot_tile<3, C>(p0, p1, x, y, reinterpret_cast<__m512(&)[3][C]>(acc[t]), ahead); break;
-          default: dot_tile<R, C>(p0, p1, x, y, acc[t], ahead); break;
-        }
-      }
-    }
-    for (int64_t t = 0; t < row_tiles; ++t)
-      for (int r = 0; r < R && t * R + r < m; ++r)
-        for (int q = 0; q < cols; ++q) c[(t * R + r) * ldc + j0 + q] = _mm512_reduce_add_ps(acc[t][r][q]);
   }
 }
 
@@ -246,13 +172,6 @@ void gemm_bf16_products_avx512(int64_t m, int64_t n, int64_t k, const float* a, 
     round_rows(a, lda, k, kp, first, last, rounded);
   });
   const auto* wb = reinterpret_cast<const uint16_t*>(w);
-  if (m <= kSkinnyRows) {
-    const int64_t blocks = (n + kDotCols - 1) / kDotCols;
-    pool.parallel_for(blocks, std::max<int64_t>(1, 32768 / (k * m + 1)), [&](int64_t first, int64_t last) {
-      dot_columns(first, last, m, n, k, rounded, kp, wb, ldw, c, ldc);
-    });
-    return;
-  }
   pool.parallel_for((n + kNr - 1) / kNr, 1, [&](int64_t first, int64_t last) {
     panel_columns(first, last, m, n, k, rounded, kp, wb, ldw, c, ldc);
   });

@@ -542,11 +542,12 @@ const char* bf16_products_arm() { return bf16_products_avx512() != nullptr ? "av
 
 void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
                         float* c, int64_t ldc, ThreadPool& pool) {
+  // The vdpbf16ps arm for prompts (bf16_gemm_avx512.cpp says why not for decode steps).
   static const Bf16ProductGemm arm = bf16_products_avx512();
-  if (arm != nullptr) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
+  if (arm != nullptr && m > kSkinnyRows) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
   if (empty_product(m, n, k, c, ldc)) return;
-  // No bf16 dot product here: the rounded activations, widened back to f32 (exactly), against
-  // the weights widened in registers; the products are the same exact ones.
+  // The rounded activations, widened back to f32 (exactly), against the weights widened in
+  // registers: the same exact products, summed in f32.
   float* rounded = thread_scratch(4).floats(m * k);
   pool.parallel_for(m, std::max<int64_t>(1, 16384 / k), [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i)
