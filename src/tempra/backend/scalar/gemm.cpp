@@ -47,32 +47,33 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t a_row, int64_t a_
   });
 }
 
-// c[i, j] = sum_p a[i, p] * widen(w[j, p]), in increasing p: a dot product per element.
-template <class W>
-void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
-                       float* c, int64_t ldc, ThreadPool& pool) {
+namespace {
+// c[i, j] = sum_p activation(a[i, p]) * widen(w[j, p]), in increasing p: a dot product per
+// element.
+template <class W, class Activation>
+void dot_rows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw, float* c,
+              int64_t ldc, ThreadPool& pool, Activation activation) {
   pool.parallel_for(n, std::max<int64_t>(1, 65536 / (m * k + 1)), [&](int64_t first, int64_t last) {
     for (int64_t j = first; j < last; ++j)
       for (int64_t i = 0; i < m; ++i) {
         float sum = 0;
-        for (int64_t p = 0; p < k; ++p) sum += a[i * lda + p] * to_f32(w[j * ldw + p]);
+        for (int64_t p = 0; p < k; ++p) sum += activation(a[i * lda + p]) * to_f32(w[j * ldw + p]);
         c[i * ldc + j] = sum;
       }
   });
 }
+}  // namespace
 
-// c[i, j] = sum_p bf16(a[i, p]) * w[j, p], in increasing p: gemm_half_weights over activations
-// rounded to bf16 first (each product is then exact in f32).
+template <class W>
+void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
+                       float* c, int64_t ldc, ThreadPool& pool) {
+  dot_rows(m, n, k, a, lda, w, ldw, c, ldc, pool, [](float x) { return x; });
+}
+
+// gemm_half_weights over activations rounded to bf16 first (each product is then exact in f32).
 void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
                         float* c, int64_t ldc, ThreadPool& pool) {
-  pool.parallel_for(n, std::max<int64_t>(1, 65536 / (m * k + 1)), [&](int64_t first, int64_t last) {
-    for (int64_t j = first; j < last; ++j)
-      for (int64_t i = 0; i < m; ++i) {
-        float sum = 0;
-        for (int64_t p = 0; p < k; ++p) sum += to_f32(to_bf16(a[i * lda + p])) * to_f32(w[j * ldw + p]);
-        c[i * ldc + j] = sum;
-      }
-  });
+  dot_rows(m, n, k, a, lda, w, ldw, c, ldc, pool, [](float x) { return to_f32(to_bf16(x)); });
 }
 
 // c[i, j] = sum_p a[i, p] * decode(w)[j, p], in increasing p: gemm_half_weights over the
