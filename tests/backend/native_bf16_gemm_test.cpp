@@ -6,9 +6,9 @@
 // native: lane sums then a reduction, or one in-order chain per lane), so 2 k eps sum_p
 // |a_p w_p| between them; plus, for the AVX-512 BF16 arm, which takes subnormal inputs and sums
 // as zero, FLT_MIN for every input and every sum it may have flushed: FLT_MIN (sum_p (|a_p| +
-// |w_p|) + 2 k). Shapes cover both paths (m <= 32: f32 dots on the widened weights; more:
-// vdpbf16ps panels), every size of the parity list on each axis, odd depths and padded strides;
-// 1 and 2 threads agree bitwise.
+// |w_p|) + 2 k). Shapes cover every size of the parity list on each axis (the panels' row tiles
+// of 6 and column strips of 64 with their tails), odd depths and padded strides; 1 and 2 threads
+// agree bitwise.
 #include <bit>
 #include <cfloat>
 
@@ -64,13 +64,13 @@ void check(int64_t m, int64_t n, int64_t k) {
 TEST(NativeBf16Gemm, EverySizeOnEachAxisBothPaths) {
   for (int64_t s : parity::sizes()) {
     check(s <= 64 ? s : 33, 37, s);  // depth: every size, through both paths
-    check(3, s, 65);                 // columns, dots
-    check(40, s, 129);               // columns, panels (strips of 64 and their tails)
-    check(s, 19, 100);               // rows: 32 dots, 33 panels
+    check(3, s, 65);                 // columns, a partial row tile
+    check(40, s, 129);               // columns (strips of 64 and their tails)
+    check(s, 19, 100);               // rows
   }
   check(1, 1000, 1000);   // a decode step
   check(100, 130, 1000);  // a prompt
-  check(35, 5, 4097);     // a long depth through the panels
+  check(35, 5, 4097);     // a long depth
 }
 
 TEST(NativeBf16Gemm, EmptyDepthGivesZeros) {

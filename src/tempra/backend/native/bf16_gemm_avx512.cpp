@@ -18,12 +18,14 @@
 // stays in L2 while the activation rows stream past it, as the integer GEMMs' panels do
 // (quant_gemm_avx512.cpp).
 //
-// Prompts only (gemm.cpp sends m <= 32 rows to the f32 dots on the widened weights): packing
-// costs as much as a product of a few rows, and decode steps, which read every weight once, ran
-// slower through vdpbf16ps dot tiles reading the weights in place (commit 077045e) than through
-// those f32 dots: 16.5 to 18.6 against 20 to 26 GB/s on one thread of an AMD EPYC Zen 4 for
-// Qwen3's 151936 x 1024 head (quant_dot_bench's BM_gemv_bf16; prefetch distance, L1 prefetch,
-// two lines a step and split accumulators all tried), though 1.6x faster from the L3.
+// Every output has the same bits whatever m is, so the decoder (llm/model/decoder.cpp) takes it
+// for every sequence of more than 10 rows, and keeps the f32 dots on the widened weights below
+// that: packing costs as much as a product of a few rows, and decode steps, which read every
+// weight once, ran slower through vdpbf16ps dot tiles reading the weights in place (commit
+// 077045e) than through those f32 dots: 16.5 to 18.6 against 20 to 26 GB/s on one thread of an
+// AMD EPYC Zen 4 for Qwen3's 151936 x 1024 head (quant_dot_bench's BM_gemv_bf16; prefetch
+// distance, L1 prefetch, two lines a step and split accumulators all tried), though 1.6x faster
+// from the L3.
 //
 // The functions opt in with a target attribute; bf16_products_avx512() returns the entry only
 // after a CPUID check.

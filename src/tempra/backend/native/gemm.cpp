@@ -542,9 +542,8 @@ const char* bf16_products_arm() { return bf16_products_avx512() != nullptr ? "av
 
 void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
                         float* c, int64_t ldc, ThreadPool& pool) {
-  // The vdpbf16ps arm for prompts (bf16_gemm_avx512.cpp says why not for decode steps).
   static const Bf16ProductGemm arm = bf16_products_avx512();
-  if (arm != nullptr && m > kSkinnyRows) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
+  if (arm != nullptr) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
   if (empty_product(m, n, k, c, ldc)) return;
   // The rounded activations, widened back to f32 (exactly), against the weights widened in
   // registers: the same exact products, summed in f32.

@@ -62,11 +62,11 @@ const char* gemm_provider();
 template <class W>
 void gemm_half_weights(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const W* w, int64_t ldw,
                        float* c, int64_t ldc, ThreadPool& pool);
-// Kernels::gemm_bf16_products: the AVX-512 BF16 arm for more than 32 rows where this build and
-// CPU have it, else the activations rounded to bf16 (kept as f32) through gemm_half_weights.
+// Kernels::gemm_bf16_products: the AVX-512 BF16 arm where this build and CPU have it, else the
+// activations rounded to bf16 (kept as f32) through gemm_half_weights.
 void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
                         float* c, int64_t ldc, ThreadPool& pool);
-// Which gemm_bf16_products runs here for more than 32 rows: "avx512bf16" or "widened".
+// Which gemm_bf16_products runs here: "avx512bf16" or "widened".
 const char* bf16_products_arm();
 // The AVX-512 BF16 (vdpbf16ps) arm of gemm_bf16_products (bf16_gemm_avx512.cpp), or null where
 // the build left the AVX-512 arms out or the CPU lacks AVX512_BF16.

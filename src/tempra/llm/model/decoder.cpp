@@ -127,23 +127,36 @@ namespace {
 constexpr int64_t kDecodedWeightRows = 32;
 
 // Which kernels a sequence's rows take in a batch: the ones they would take alone. A sequence of
-// at most kDecodedWeightRows rows (a decode step, a short chunk, a draft) takes `few`: the
+// at most kDecodedWeightRows rows (kBf16ProductRows for bf16 products; a decode step, a short
+// chunk, a draft) takes `few`: the
 // quantized dots, or the float GEMM in slices of at most 32 rows (its skinny path); a longer one
 // takes `many`: the decoding GEMM, or the float GEMM's packed path. Each path computes every
 // output element in one fixed order whatever the number of rows (backend/native/gemm.cpp), so
 // a sequence's logits do not depend on what else is in its batch.
+// bf16 matrices under standard and ggml numerics move to `many` sooner: there it is
+// Kernels::gemm_bf16_products, whose vdpbf16ps panels give every output the same bits at any
+// number of rows, and whose per-call packing pays off from about 10 rows (Qwen3-0.6B BF16 on an
+// AMD EPYC Zen 4, tempra bench, 1 and 2 threads: pp8 0.81-0.96x the f32 dots, pp10 a tie, pp12
+// 1.1-1.2x, pp32 1.6x); `few` keeps the f32 dots on the widened weights, faster for decode steps
+// (native/bf16_gemm_avx512.cpp).
+constexpr int64_t kBf16ProductRows = 10;
 enum class RowPath : uint8_t { few, many };
-RowPath row_path(int64_t rows) { return rows > kDecodedWeightRows ? RowPath::many : RowPath::few; }
+RowPath row_path(int64_t rows, DType w, Numerics numerics) {
+  const bool bf16_products = w == DType::bf16 && numerics != Numerics::exact;
+  return rows > (bf16_products ? kBf16ProductRows : kDecodedWeightRows) ? RowPath::many : RowPath::few;
+}
 
 // y [m, n] = x [m, k] w^T, w [n, k] row-major: ops::linear's dispatch and kernel arguments
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. Two dispatches differ:
-// bf16 weights meet activations rounded to bf16 (Kernels::gemm_bf16_products) unless the
-// numerics are exact, where ops::linear keeps f32 activations; and block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
+// bf16 weights meet activations rounded to bf16 unless the numerics are exact (through
+// Kernels::gemm_bf16_products on the `many` path, rounded here for the f32 dots on the `few`
+// one), where ops::linear keeps f32 activations; and block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
 // under standard ones on a native arm without an integer GEMM for the format), where
 // ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
 // activation rows in the weight's partner format. The `many` path is only asked for with more
 // than 32 rows. `prepared` (optional) says what `quantized` holds of these m rows of x already:
-// their f16 rounding (for ggml numerics' f16 products) or their encoding in a partner
+// their f16 or bf16 rounding (for 16-bit products: ggml numerics' f16, the `few` path's bf16)
+// or their encoding in a partner
 // format, none (DType::f32) at first; a product that prepares x in the same format again skips
 // it, and one that prepares another sets it.
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
@@ -165,6 +178,20 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
       });
     x = rounded;
   }
+  if (w.dtype() == DType::bf16 && numerics != Numerics::exact && path == RowPath::many) {
+    // The activations rounded to bf16, ggml's vec_dot_type for BF16 (inside the kernel).
+    kernels.gemm_bf16_products(m, n, k, x, k, w.data<bf16_t>(), k, y, n, ctx.threads());
+    return;
+  }
+  if (numerics != Numerics::exact && w.dtype() == DType::bf16) {
+    // The same rounding for the `few` path's f32 dots, kept as f32.
+    auto* rounded = static_cast<float*>(quantized);
+    if (!ready(w.dtype()))
+      ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) rounded[i] = bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+      });
+    x = rounded;
+  }
   if (w.dtype() == DType::f32 || w.dtype() == DType::f16 || w.dtype() == DType::bf16) {
     // The `few` path in slices the GEMM takes through its skinny path, as each row would alone.
     const int64_t slice = path == RowPath::few ? kDecodedWeightRows : m;
@@ -176,10 +203,8 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
         kernels.f32.gemm(rows, n, k, xr, k, 1, w.data<float>(), 1, k, yr, n, ctx.threads());
       else if (w.dtype() == DType::f16)
         kernels.gemm_f16_weights(rows, n, k, xr, k, w.data<f16_t>(), k, yr, n, ctx.threads());
-      else if (numerics == Numerics::exact)
+      else
         kernels.gemm_bf16_weights(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
-      else  // the activations rounded to bf16, ggml's vec_dot_type for BF16 (inside the kernel)
-        kernels.gemm_bf16_products(rows, n, k, xr, k, w.data<bf16_t>(), k, yr, n, ctx.threads());
     }
     return;
   }
@@ -207,12 +232,12 @@ void linear_runs(ExecContext& ctx, std::span<const SequenceRows> batch, RowsOf r
   for (const SequenceRows& seq : batch) {
     const int64_t rows = rows_of(seq);
     if (rows == 0) continue;
-    if (run > 0 && row_path(rows) != path) {
+    if (run > 0 && row_path(rows, w.dtype(), numerics) != path) {
       product_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
       first += run;
       run = 0;
     }
-    path = row_path(rows);
+    path = row_path(rows, w.dtype(), numerics);
     run += rows;
   }
   if (run > 0) product_rows(ctx, x + first * k, run, w, y + first * n, quantized, numerics, path);
@@ -424,12 +449,12 @@ void ForwardPass::linears(const float* x, std::initializer_list<Product> product
   if (n_ == 0) return;
   const auto first =
       std::find_if(batch_.begin(), batch_.end(), [](const SequenceRows& seq) { return !seq.tokens.empty(); });
-  const RowPath path = row_path(int64_t(first->tokens.size()));
-  const bool one_run = std::all_of(batch_.begin(), batch_.end(), [&](const SequenceRows& seq) {
-    return seq.tokens.empty() || row_path(int64_t(seq.tokens.size())) == path;
-  });
   DType prepared = DType::f32;  // nothing yet
   for (const Product& p : products) {
+    const RowPath path = row_path(int64_t(first->tokens.size()), p.w.dtype(), numerics_);
+    const bool one_run = std::all_of(batch_.begin(), batch_.end(), [&](const SequenceRows& seq) {
+      return seq.tokens.empty() || row_path(int64_t(seq.tokens.size()), p.w.dtype(), numerics_) == path;
+    });
     if (one_run) {
       product_rows(ctx_, x, n_, p.w, p.y, b_.quantized_scratch.raw_data(), numerics_, path, &prepared);
     } else {
@@ -569,7 +594,7 @@ void ForwardPass::moe_ffn(const float* x, const Array& router, const ExpertSourc
       for (int64_t r = 0; r < m;) {
         int64_t end = r + 1;
         while (end < m && sequence_of[mine[end] / n_used] == sequence_of[mine[r] / n_used]) ++end;
-        const RowPath here = row_path(end - r);
+        const RowPath here = row_path(end - r, w.dtype(), numerics_);
         if (run > 0 && here != path) {
           product_rows(ctx_, in + first * k, run, w, y + first * n, b_.quantized_scratch.raw_data(), numerics_, path);
           first += run;

@@ -35,8 +35,9 @@ namespace tempra::llm {
 //   standard (the default): f16 weight matrices widened to f32 times the f32 activations,
 //          attention in f32 over the widened cache; bf16 matrices meet activation rows rounded
 //          to bf16 (ggml's vec_dot_type for BF16), every product exact and the sums in f32
-//          (Kernels::gemm_bf16_products: vdpbf16ps where the CPU has AVX512_BF16, twice the
-//          multiply-adds of an f32 FMA); block-quantized matrices meet activation
+//          (for sequences of more than 10 rows Kernels::gemm_bf16_products: vdpbf16ps where the
+//          CPU has AVX512_BF16, twice the multiply-adds of an f32 FMA; fewer rows take the f32
+//          dots on the widened weights); block-quantized matrices meet activation
 //          rows rounded to their partner format (Q8_0, Q8_K) in exact integer dots at every
 //          batch size, as ggml computes them (quant_dot_gemm: the integer GEMM of the arm for
 //          prompts, bit for bit the dots of a decode step), so a prompt's logits do not depend

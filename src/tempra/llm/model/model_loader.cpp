@@ -137,7 +137,8 @@ void ModelLoader::check_matrix_type(const std::string& name, DType dtype, int64_
   } else {
     if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
       fail("tensor '", name, "' has unsupported type ", dtype.name());
-    // Numerics::ggml rounds the activation rows to f16/bf16 into the same scratch, as f32.
+    // Numerics::ggml rounds the activation rows to f16/bf16 into the same scratch, as f32
+    // (standard numerics the bf16 ones, for the few-row path).
     if (dtype != DType::f32) quantized_row_bytes_ = std::max(quantized_row_bytes_, sizeof(float) * size_t(cols));
   }
 }
