@@ -128,8 +128,8 @@ constexpr int64_t kDecodedWeightRows = 32;
 
 // Which kernels a sequence's rows take in a batch: the ones they would take alone. A sequence of
 // at most kDecodedWeightRows rows (kBf16ProductRows for bf16 products; a decode step, a short
-// chunk, a draft) takes `few`: the
-// quantized dots, or the float GEMM in slices of at most 32 rows (its skinny path); a longer one
+// chunk, a draft) takes `few`: the quantized dots, or the float GEMM in slices of at most 32
+// rows (its skinny path); a longer one
 // takes `many`: the decoding GEMM, or the float GEMM's packed path. Each path computes every
 // output element in one fixed order whatever the number of rows (backend/native/gemm.cpp), so
 // a sequence's logits do not depend on what else is in its batch.
@@ -150,13 +150,13 @@ RowPath row_path(int64_t rows, DType w, Numerics numerics) {
 // (tempra/ops/linalg.cpp, ops/quantize.cpp), without its allocations. Two dispatches differ:
 // bf16 weights meet activations rounded to bf16 unless the numerics are exact (through
 // Kernels::gemm_bf16_products on the `many` path, rounded here for the f32 dots on the `few`
-// one), where ops::linear keeps f32 activations; and block-quantized weights on the `many` path take the decoding GEMM under exact numerics (and
-// under standard ones on a native arm without an integer GEMM for the format), where
-// ops::linear always takes the quantized dots (quant_dot_gemm). `quantized`: room for m
-// activation rows in the weight's partner format. The `many` path is only asked for with more
-// than 32 rows. `prepared` (optional) says what `quantized` holds of these m rows of x already:
-// their f16 or bf16 rounding (for 16-bit products: ggml numerics' f16, the `few` path's bf16)
-// or their encoding in a partner
+// one), where ops::linear keeps f32 activations; and block-quantized weights on the `many` path
+// take the decoding GEMM under exact numerics (and under standard ones on a native arm without
+// an integer GEMM for the format), where ops::linear always takes the quantized dots
+// (quant_dot_gemm). `quantized`: room for m activation rows in the weight's partner format. The
+// `many` path is only asked for with more rows than row_path's threshold. `prepared` (optional)
+// says what `quantized` holds of these m rows of x already: their f16 or bf16 rounding (for
+// 16-bit products: ggml numerics' f16, the `few` path's bf16) or their encoding in a partner
 // format, none (DType::f32) at first; a product that prepares x in the same format again skips
 // it, and one that prepares another sets it.
 void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, float* y, void* quantized,
@@ -169,26 +169,20 @@ void product_rows(ExecContext& ctx, const float* x, int64_t m, const Array& w, f
     if (prepared != nullptr) *prepared = format;
     return false;
   };
-  if (numerics == Numerics::ggml && w.dtype() == DType::f16) {
-    // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
-    auto* rounded = static_cast<float*>(quantized);
-    if (!ready(w.dtype()))
-      ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
-        for (int64_t i = first; i < last; ++i) rounded[i] = f16_bits_to_f32(f32_to_f16_bits(x[i]));
-      });
-    x = rounded;
-  }
-  if (w.dtype() == DType::bf16 && numerics != Numerics::exact && path == RowPath::many) {
-    // The activations rounded to bf16, ggml's vec_dot_type for BF16 (inside the kernel).
+  const bool bf16_products = w.dtype() == DType::bf16 && numerics != Numerics::exact;
+  if (bf16_products && path == RowPath::many) {
+    // The activations rounded to bf16 (ggml's vec_dot_type for BF16) inside the kernel.
     kernels.gemm_bf16_products(m, n, k, x, k, w.data<bf16_t>(), k, y, n, ctx.threads());
     return;
   }
-  if (numerics != Numerics::exact && w.dtype() == DType::bf16) {
-    // The same rounding for the `few` path's f32 dots, kept as f32.
+  if (bf16_products || (numerics == Numerics::ggml && w.dtype() == DType::f16)) {
+    // ggml's from_float to the weight's vec_dot_type (round to nearest even), kept as f32.
     auto* rounded = static_cast<float*>(quantized);
+    const bool to_f16 = w.dtype() == DType::f16;
     if (!ready(w.dtype()))
       ctx.threads().parallel_for(m * k, 1 << 14, [&](int64_t first, int64_t last) {
-        for (int64_t i = first; i < last; ++i) rounded[i] = bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
+        for (int64_t i = first; i < last; ++i)
+          rounded[i] = to_f16 ? f16_bits_to_f32(f32_to_f16_bits(x[i])) : bf16_bits_to_f32(f32_to_bf16_bits(x[i]));
       });
     x = rounded;
   }
