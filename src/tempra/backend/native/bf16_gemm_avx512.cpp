@@ -162,11 +162,7 @@ TEMPRA_BF16 void panel_columns(int64_t first, int64_t last, int64_t m, int64_t n
 
 void gemm_bf16_products_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w,
                                int64_t ldw, float* c, int64_t ldc, ThreadPool& pool) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    return;
-  }
+  // m, n, k > 0: gemm.cpp's gemm_bf16_products handles empty products before choosing an arm.
   const int64_t kp = padded_depth(k);
   // Read by every task; slot 4: the tasks' own scratch is slot 1 (gemm.cpp's slots 0 to 3).
   auto* rounded = reinterpret_cast<uint16_t*>(thread_scratch(4).floats(size_t(m * kp + 1) / 2));

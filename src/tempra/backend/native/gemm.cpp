@@ -543,8 +543,8 @@ const char* bf16_products_arm() { return bf16_products_avx512() != nullptr ? "av
 void gemm_bf16_products(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const bf16_t* w, int64_t ldw,
                         float* c, int64_t ldc, ThreadPool& pool) {
   static const Bf16ProductGemm arm = bf16_products_avx512();
-  if (arm != nullptr) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
   if (empty_product(m, n, k, c, ldc)) return;
+  if (arm != nullptr) return arm(m, n, k, a, lda, w, ldw, c, ldc, pool);
   // The rounded activations, widened back to f32 (exactly), against the weights widened in
   // registers: the same exact products, summed in f32.
   float* rounded = thread_scratch(4).floats(m * k);
