@@ -4,19 +4,25 @@
 #
 # Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS="2"] [REPS=3]
 #        [TYPES="F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"] [CELLS="512:128"] [RSS_PROMPTS="512 4096"]
-#        bench/run_qwen3.sh [speed] [rss] [tokenize] [native]   (the first three when none is named)
+#        [PROMPTS="32,128,512,2048"] [GEN=128] [DEPTHS="0,4096"]
+#        bench/run_qwen3.sh [speed] [rss] [load] [tokenize] [native]   (speed rss tokenize when none is named)
 # - speed: for each type, thread count and cell PROMPT:GEN, one paired run (tempra, then
 #   llama.cpp, per repetition; medians of REPS) of a PROMPT-token prefill (forward passes of 512
 #   tokens in both) and GEN decode steps after it, i.e. at a depth of PROMPT: "4096:128" gives
 #   pp4096 and tg128 at depth 4096.
 # - rss: peak RSS of the Q8_0 model, each engine in its own process, a prefill of each of
 #   RSS_PROMPTS then 128 decode steps (so contexts of PROMPT + 128).
+# - load: each engine's load time for the Q8_0 model from a cold page cache (the kernel's caches
+#   dropped first; needs root, else the part says so and stops) and then from a warm one, each
+#   in its own process (rss's run at a 512-token prompt, whose line also gives that run's pp).
 # - tokenize: 1 MiB of English text (Debian's /usr/share/common-licenses, concatenated and
 #   repeated) through both tokenizers, the Q8_0 model's (real Qwen3) vocab.
 # - native: `tempra bench` against llama-bench built natively for this CPU
 #   (bench/build_llama_native.sh, built on first use, ~20 minutes), the same flags for both: for
 #   each cell PROMPT:GEN, ppPROMPT and tgGEN at a depth of PROMPT, REPS repetitions (t/s as mean
 #   +- sd, llama-bench's table). The other llama.cpp of the "faster of the two".
+#   With PROMPTS set, CELLS is ignored: each engine runs `-p PROMPTS -n 0`, then
+#   `-p 0 -n GEN -d DEPTHS` (decode from each depth of the comma list), in one call each.
 # Models are synthesized once with `tempra synth --preset 0.6b --type TYPE` (random weights,
 # real tokenizer) into MODELS and reused; each is 0.4 to 1.5 GB.
 # LLAMA_CPU_VARIANT=haswell (any libggml-cpu-*.so name of the oracle) makes llama.cpp run that
@@ -95,6 +101,20 @@ for w in $WHAT; do
         "$BENCH" rss llama "$path" --threads "${THREADS%% *}" --prompt "$prompt"
       done
       ;;
+    load)
+      path=$(model Q8_0)
+      if [ ! -w /proc/sys/vm/drop_caches ]; then
+        echo "run_qwen3.sh: load needs root (it writes /proc/sys/vm/drop_caches for the cold runs)" >&2
+        exit 1
+      fi
+      for engine in tempra llama; do
+        for cache in cold warm; do
+          if [ "$cache" = cold ]; then sync; echo 3 > /proc/sys/vm/drop_caches; fi
+          echo "## load, Q8_0, $engine, $cache page cache; load: $(uptime | sed 's/.*load/load/')"
+          "$BENCH" rss "$engine" "$path" --threads "${THREADS%% *}" --prompt 512
+        done
+      done
+      ;;
     tokenize)
       path=$(model Q8_0)
       text="$MODELS/common-licenses-1MiB.txt"
@@ -118,6 +138,14 @@ for w in $WHAT; do
       for t in $TYPES; do
         path=$(model "$t")
         for threads in $THREADS; do
+          if [ -n "${PROMPTS:-}" ]; then
+            echo "## native: $t, threads $threads, pp$PROMPTS, tg${GEN:-128} @ d${DEPTHS:-0}; load: $(uptime | sed 's/.*load/load/')"
+            for engine in "$TEMPRA bench" "$llama_bench"; do
+              native_rows "$engine" '^\| (model|.*pp)' -m "$path" -t "$threads" -r "$REPS" -p "$PROMPTS" -n 0
+              native_rows "$engine" '^\| .*tg' -m "$path" -t "$threads" -r "$REPS" -p 0 -n "${GEN:-128}" -d "${DEPTHS:-0}"
+            done
+            continue
+          fi
           for cell in $CELLS; do
             prompt=${cell%:*} gen=${cell#*:}
             echo "## native: $t, threads $threads, pp$prompt, tg$gen @ d$prompt; load: $(uptime | sed 's/.*load/load/')"
@@ -130,7 +158,7 @@ for w in $WHAT; do
       done
       ;;
     *)
-      echo "run_qwen3.sh: unknown part '$w' (speed, rss, tokenize, native)" >&2
+      echo "run_qwen3.sh: unknown part '$w' (speed, rss, load, tokenize, native)" >&2
       exit 2
       ;;
   esac

@@ -31,7 +31,7 @@ namespace tempra {
 namespace {
 
 // The formats every native arm covers.
-const std::vector<std::string> kHotFormats = {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "tq2_0"};
+const std::vector<std::string> kHotFormats = {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "tq2_0", "iq4_nl", "iq4_xs"};
 const int64_t kBlockCounts[] = {1, 2, 3, 7, 16};
 
 std::vector<uint8_t> encode(const quant::QuantFormat& f, const std::vector<float>& x) {
@@ -159,6 +159,8 @@ void set_weight_scales(const quant::QuantFormat& wf, std::vector<uint8_t>& w, st
   else if (wf.name == "q5_k") set_finite_scales<quant::BlockQ5_K>(w, rng);
   else if (wf.name == "q6_k") set_finite_scales<quant::BlockQ6_K>(w, rng);
   else if (wf.name == "tq2_0") set_finite_scales<quant::BlockTQ2_0>(w, rng);
+  else if (wf.name == "iq4_nl") set_finite_scales<quant::BlockIQ4_NL>(w, rng);
+  else if (wf.name == "iq4_xs") set_finite_scales<quant::BlockIQ4_XS>(w, rng);
   else FAIL() << "no scale fields known for " << wf.name;
 }
 
@@ -281,10 +283,13 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       }
     }
   }
-  for (const char* x86_arm : {"avx512vnni", "avx2"}) {
-    if (!has_arm(x86_arm)) continue;
-    EXPECT_EQ(gemms[x86_arm], 5) << x86_arm << ": Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have integer GEMMs";
-    EXPECT_EQ(gemvs[x86_arm], 5) << x86_arm << ": Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have decode GEMVs";
+  if (has_arm("avx512vnni")) {
+    EXPECT_EQ(gemms["avx512vnni"], 7) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have VNNI integer GEMMs";
+    EXPECT_EQ(gemvs["avx512vnni"], 7) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS have VNNI decode GEMVs";
+  }
+  if (has_arm("avx2")) {
+    EXPECT_EQ(gemms["avx2"], 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX2 integer GEMMs";
+    EXPECT_EQ(gemvs["avx2"], 5) << "Q8_0, Q4_0, Q4_K, Q5_K and Q6_K have AVX2 decode GEMVs";
   }
 }
 

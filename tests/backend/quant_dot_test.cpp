@@ -142,7 +142,7 @@ TEST(QuantDot, native_arms_are_bit_identical_to_scalar) {
   }
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512vnni")) {
-    EXPECT_EQ(compared, 6) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0 have native x86 arms";
+    EXPECT_EQ(compared, 8) << "Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, TQ2_0, IQ4_NL and IQ4_XS have native x86 arms";
   }
 #endif
 }
@@ -164,7 +164,7 @@ TEST(QuantDot, native_arms_match_scalar_on_arbitrary_block_bytes) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> byte(0, 255);
   std::uniform_real_distribution<float> scale(0.01f, 1.0f);
-  for (const char* name : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "tq2_0"}) {
+  for (const char* name : {"q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "tq2_0", "iq4_nl", "iq4_xs"}) {
     const quant::QuantFormat& wf = *quant::find_format(name);
     const QuantDot* native = find_quant_dot(wf.dtype, Backend::native);
     const QuantDot* scalar = find_quant_dot(wf.dtype, Backend::scalar);
@@ -180,6 +180,7 @@ TEST(QuantDot, native_arms_match_scalar_on_arbitrary_block_bytes) {
           if (wf.name == "q5_k") set_finite_scales<quant::BlockQ5_K>(w, rng);
           if (wf.name == "q4_k") set_finite_scales<quant::BlockQ4_K>(w, rng);
           if (wf.name == "tq2_0") set_finite_scales<quant::BlockTQ2_0>(w, rng);
+          if (wf.name == "iq4_xs") set_finite_scales<quant::BlockIQ4_XS>(w, rng);
           auto* y = reinterpret_cast<quant::BlockQ8_K*>(a.data());
           for (int64_t b = 0; b < n / quant::kSuperBlock; ++b) {
             y[b].d = scale(rng);
@@ -192,6 +193,7 @@ TEST(QuantDot, native_arms_match_scalar_on_arbitrary_block_bytes) {
         } else {
           if (wf.name == "q8_0") set_finite_scales<quant::BlockQ8_0>(w, rng);
           if (wf.name == "q4_0") set_finite_scales<quant::BlockQ4_0>(w, rng);
+          if (wf.name == "iq4_nl") set_finite_scales<quant::BlockIQ4_NL>(w, rng);
           for (auto& v : a) v = static_cast<uint8_t>(byte(rng));
           set_finite_scales<quant::BlockQ8_0>(a, rng);
         }

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "tempra/core/dtype.h"
 #include "tempra/core/exec_context.h"
@@ -69,20 +70,22 @@ struct QuantDotArm {
   std::span<const QuantDot> dots;
 };
 
-// The formats every native arm covers, one function each; hot_format_dots() pairs them with
-// their weight and partner dtypes, so the arms list only functions (an arm may take another's:
-// the x86 VNNI arm uses the AVX2 arm's K-quant GEMVs).
+// The formats every native arm covers, one function each (the IQ4 formats where the arm has
+// them); hot_format_dots() pairs them with their weight and partner dtypes, so the arms list
+// only functions (an arm may take another's: the x86 VNNI arm uses the AVX2 arm's K-quant GEMVs).
 struct HotFormatDots {
   using Dot = float (*)(int64_t, const void*, const void*);
   Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
+  Dot iq4_nl = nullptr, iq4_xs = nullptr;
   QuantDotGemm q8_0_gemm = nullptr, q4_0_gemm = nullptr, q4_k_gemm = nullptr, q5_k_gemm = nullptr,
-               q6_k_gemm = nullptr;
+               q6_k_gemm = nullptr, iq4_nl_gemm = nullptr, iq4_xs_gemm = nullptr;
   QuantDotGemm q8_0_gemv = nullptr, q4_0_gemv = nullptr, q4_k_gemv = nullptr, q5_k_gemv = nullptr,
-               q6_k_gemv = nullptr;
+               q6_k_gemv = nullptr, iq4_nl_gemv = nullptr, iq4_xs_gemv = nullptr;
   using Quantize = void (*)(const float*, void*, int64_t);
   Quantize q8_0_rows = nullptr, q8_k_rows = nullptr;  // the partners' encoders
 };
-std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& dots);
+// The formats with a dot, in the order above.
+std::vector<QuantDot> hot_format_dots(const HotFormatDots& dots);
 
 // The arms this build has and this CPU runs, best first: x86-64 "avx512vnni" (checked by
 // CPUID; built unless TEMPRA_QUANT_AVX512=OFF, as in the avx2 preset), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each

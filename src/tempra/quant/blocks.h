@@ -163,4 +163,12 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136, "IQ4_XS block must be 136 bytes");
 
+// Sub-block s's scale minus 32 (-32..31): scale_s's low four bits from scales_l, high two from
+// scales_h.
+inline int iq4_xs_scale(const BlockIQ4_XS& x, int s) {
+  const int low = (x.scales_l[s / 2] >> (4 * (s % 2))) & 0xF;
+  const int high = (x.scales_h >> (2 * s)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
 }  // namespace tempra::quant

@@ -184,8 +184,7 @@ void dequantize_row_iq4_xs(const BlockIQ4_XS* y, float* x, int64_t k) {
   for (int64_t b = 0; b < k / kSuperBlock; ++b) {
     const float d = to_f32(y[b].d);
     for (int s = 0; s < kSubBlocksXs; ++s, x += kBlock32) {
-      const int scale = ((y[b].scales_l[s / 2] >> (4 * (s % 2))) & 0xF) | (((y[b].scales_h >> (2 * s)) & 3) << 4);
-      const float dl = d * static_cast<float>(scale - 32);
+      const float dl = d * static_cast<float>(iq4_xs_scale(y[b], s));
       const uint8_t* qs = y[b].qs + s * kBlock32 / 2;
       for (int j = 0; j < kBlock32 / 2; ++j) {
         x[j] = dl * grid(qs[j] & 0xF);

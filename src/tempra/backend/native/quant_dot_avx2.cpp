@@ -23,6 +23,8 @@
 //   codes run as code + 32 and subtract vpmaddubsw(32, q8).
 // - TQ2_0: codes 0..3 (value c - 1), one integer sum per super-block: vpmaddubsw(c, a) -
 //   vpmaddubsw(1, a), summed over the eight 32-byte planes in int16 (within 8 * 2 * 2 * 128).
+// - IQ4_NL, IQ4_XS: grid values -127..113 (vpshufb of the codes) against any int8: as Q8_0,
+//   sign-extended to int16 and vpmaddwd, one exact sum per block of 32.
 //
 // The K-quants' decode GEMVs (gemv_k) reuse the dots' per-super-block lane sums for eight weight
 // rows at once; the VNNI arm lists them too (every AVX-512 VNNI CPU has AVX2, FMA and F16C, and
@@ -276,6 +278,47 @@ void gemv_k(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float
   });
 }
 
+// ---- IQ4_NL, IQ4_XS ----
+
+// One block of 32 IQ4 codes against 32 activations, exact for any activation bytes: the grid
+// values (-127..113) looked up by vpshufb, both operands sign-extended to int16, vpmaddwd.
+TEMPRA_AVX2 inline int iq4_block_sum(const uint8_t* qs, const int8_t* a) {
+  const __m256i values = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(x86::iq4_values_128(false)), x86::nibbles(qs));
+  const __m256i av = load256(a);
+  const __m256i low = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(values)),
+                                        _mm256_cvtepi8_epi16(_mm256_castsi256_si128(av)));
+  const __m256i high = _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(values, 1)),
+                                         _mm256_cvtepi8_epi16(_mm256_extracti128_si256(av, 1)));
+  return hsum(_mm256_add_epi32(low, high));
+}
+
+TEMPRA_AVX2 float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = f16c_to_f32(y[b].d) * f16c_to_f32(x[b].d);
+    sum += d * static_cast<float>(iq4_block_sum(x[b].qs, y[b].qs));
+  }
+  return sum;
+}
+
+TEMPRA_AVX2 float dot_iq4_xs(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = f16c_to_f32(x[b].d) * y[b].d;
+    for (int s = 0; s < kSuperBlock / kBlock32; ++s) {
+      const float sub_d = d * static_cast<float>(iq4_xs_scale(x[b], s));
+      sum += sub_d * static_cast<float>(iq4_block_sum(x[b].qs + 16 * s, y[b].qs + kBlock32 * s));
+    }
+  }
+  return sum;
+}
+
 // ---- Ternary ----
 
 // TQ2_0: byte m of 32-byte group g holds elements 128 g + 32 p + m in bits 2p, 2p + 1 (code c,
@@ -332,6 +375,8 @@ std::span<const QuantDot> quant_dots_avx2() {
                        .q5_k = &dot_k<BlockQ5_K>,
                        .q6_k = &dot_k<BlockQ6_K>,
                        .tq2_0 = &dot_tq2_0,
+                       .iq4_nl = &dot_iq4_nl,
+                       .iq4_xs = &dot_iq4_xs,
                        .q8_0_rows = &quantize_row_q8_0_avx2,
                        .q8_k_rows = &quantize_row_q8_k_avx2};
     add_avx2_gemms(dots);

@@ -14,7 +14,8 @@
 // each 128-bit lane is then lane l's partial sum. Two such vectors A and B (different
 // sub-blocks) are interleaved word by word and vpmaddwd multiplies them by their sub-block
 // scales (sA, sB) and adds the pair, giving int32 lane sums without mixing lanes. TQ2_0 has one
-// integer sum per super-block and uses vpdpbusd directly.
+// integer sum per super-block and uses vpdpbusd directly, as IQ4_NL and IQ4_XS do per block of
+// 32 (their grid values looked up + 128 by vpshufb).
 //
 // The translation unit is compiled without VNNI (see cmake/int8_dot_probe.cpp); these functions
 // opt in with a target attribute and are only called after a CPUID check.
@@ -85,6 +86,47 @@ TEMPRA_VNNI float dot_q4_0(int64_t n, const void* w, const void* a) {
     const int a_sum = hsum(_mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, av));
     const int s = code_dot - 8 * a_sum;
     sum += static_cast<float>(s) * f16c_to_f32(x[b].d) * f16c_to_f32(y[b].d);
+  }
+  return sum;
+}
+
+// ---- IQ4_NL, IQ4_XS ----
+
+// One block of 32 IQ4 codes against 32 activations: sum(v a) over the grid values v, as
+// sum((v + 128) a) - 128 sum(a) with the values looked up + 128 (unsigned for vpdpbusd), exact
+// for any activation bytes.
+TEMPRA_VNNI inline int iq4_block_sum(const uint8_t* qs, const int8_t* a) {
+  const __m256i table = _mm256_broadcastsi128_si256(x86::iq4_values_128(true));
+  const __m256i values = _mm256_shuffle_epi8(table, x86::nibbles(qs));
+  const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+  const __m256i offset_dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), values, av);
+  const __m256i a_sum = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), av);
+  return hsum(_mm256_sub_epi32(offset_dot, _mm256_slli_epi32(a_sum, 7)));
+}
+
+TEMPRA_VNNI float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = f16c_to_f32(y[b].d) * f16c_to_f32(x[b].d);
+    sum += d * static_cast<float>(iq4_block_sum(x[b].qs, y[b].qs));
+  }
+  return sum;
+}
+
+TEMPRA_VNNI float dot_iq4_xs(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = f16c_to_f32(x[b].d) * y[b].d;
+    for (int s = 0; s < kSuperBlock / kBlock32; ++s) {
+      const float sub_d = d * static_cast<float>(iq4_xs_scale(x[b], s));
+      sum += sub_d * static_cast<float>(iq4_block_sum(x[b].qs + 16 * s, y[b].qs + kBlock32 * s));
+    }
   }
   return sum;
 }
@@ -312,6 +354,8 @@ std::span<const QuantDot> quant_dots_avx512() {
                        .q5_k = &dot_q5_k,
                        .q6_k = &dot_q6_k,
                        .tq2_0 = &dot_tq2_0,
+                       .iq4_nl = &dot_iq4_nl,
+                       .iq4_xs = &dot_iq4_xs,
                        .q8_0_rows = &quantize_row_q8_0_avx512,
                        .q8_k_rows = &quantize_row_q8_k_avx512};
     add_vnni_gemms(dots);

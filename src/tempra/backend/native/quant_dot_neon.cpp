@@ -9,7 +9,8 @@
 //   -march=armv8.2-a+dotprod) sdot sums groups of four byte products into int32 lanes, exact
 //   for any int8; baseline NEON takes smull (int8 x int8 -> int16, exact: |p| <= 2^14) and
 //   sadalp (adjacent int16 pairs added into int32). Q4_0's codes become c - 8 and TQ2_0's c - 1
-//   as int8 first, so no offset term is needed.
+//   as int8 first, so no offset term is needed. IQ4_NL and IQ4_XS look their grid values up
+//   with tbl and take the same per-block sums of 32.
 // - Q4_K, Q5_K, Q6_K must reproduce the scalar kernel's eight per-lane integer sums (lane =
 //   element index mod 8; see scalar/k_quant_lanes.h). smull / smlal on eight bytes give int16
 //   word k = element 8 i + k, i.e. lane k, so a sub-block's products are added word-wise
@@ -187,6 +188,45 @@ float dot_q6_k(int64_t n, const void* w, const void* a) {
   return acc.finish();
 }
 
+// ---- IQ4_NL, IQ4_XS ----
+
+// One block of 32 IQ4 codes (packed as Q4_0's) against 32 activations: the grid values looked up
+// by tbl, then dot16 (exact for any int8).
+inline int iq4_block_sum(const uint8_t* qs, const int8_t* a) {
+  const int8x16_t grid = vld1q_s8(kIq4nlGrid);
+  const uint8x16_t packed = vld1q_u8(qs);
+  const int8x16_t low = vqtbl1q_s8(grid, vandq_u8(packed, vdupq_n_u8(0x0F)));  // elements 0..15
+  const int8x16_t high = vqtbl1q_s8(grid, vshrq_n_u8(packed, 4));             // elements 16..31
+  return vaddvq_s32(dot16(dot16(vdupq_n_s32(0), low, vld1q_s8(a)), high, vld1q_s8(a + 16)));
+}
+
+float dot_iq4_nl(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_NL*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kBlock32; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = to_f32(y[b].d) * to_f32(x[b].d);
+    sum += d * static_cast<float>(iq4_block_sum(x[b].qs, y[b].qs));
+  }
+  return sum;
+}
+
+float dot_iq4_xs(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockIQ4_XS*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0;
+  for (int64_t b = 0; b < n / kSuperBlock; ++b) {
+    prefetch_ahead<sizeof(x[b])>(x + b);
+    const float d = to_f32(x[b].d) * y[b].d;
+    for (int s = 0; s < kSuperBlock / kBlock32; ++s) {
+      const float sub_d = d * static_cast<float>(iq4_xs_scale(x[b], s));
+      sum += sub_d * static_cast<float>(iq4_block_sum(x[b].qs + 16 * s, y[b].qs + kBlock32 * s));
+    }
+  }
+  return sum;
+}
+
 // ---- Ternary ----
 
 // TQ2_0: byte m of 32-byte group g holds elements 128 g + 32 p + m in bits 2p, 2p + 1 (code c,
@@ -219,7 +259,14 @@ float dot_tq2_0(int64_t n, const void* w, const void* a) {
 
 // This arm's dots: NEON is part of the aarch64 baseline (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_neon() {
-  static const auto table = hot_format_dots({&dot_q8_0, &dot_q4_0, &dot_q4_k, &dot_q5_k, &dot_q6_k, &dot_tq2_0});
+  static const auto table = hot_format_dots({.q8_0 = &dot_q8_0,
+                                             .q4_0 = &dot_q4_0,
+                                             .q4_k = &dot_q4_k,
+                                             .q5_k = &dot_q5_k,
+                                             .q6_k = &dot_q6_k,
+                                             .tq2_0 = &dot_tq2_0,
+                                             .iq4_nl = &dot_iq4_nl,
+                                             .iq4_xs = &dot_iq4_xs});
   return table;
 }
 

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tempra/quant/blocks.h"
+
 namespace tempra::native::x86 {
 namespace {
 
@@ -71,6 +73,22 @@ TEMPRA_X86_AVX2_HELPER __m256i first_lanes(int count) {
 }
 
 TEMPRA_X86_AVX2_HELPER __m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// The 32 codes of a block packed as Q4_0 (16 bytes: element j in the low nibble of byte j, element
+// j + 16 in the high one), in element order, one byte each.
+TEMPRA_X86_AVX2_HELPER __m256i nibbles(const uint8_t* qs) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low_mask = _mm_set1_epi8(0x0F);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(packed, 4), low_mask), _mm_and_si128(packed, low_mask));
+}
+
+// The IQ4 formats' 16 values (quant::kIq4nlGrid, -127..113) as a vpshufb table; with offset, each
+// value + 128 (1..241) as an unsigned byte, vpdpbusd's operand, the dot then taking back
+// 128 * sum(a).
+TEMPRA_X86_AVX2_HELPER __m128i iq4_values_128(bool offset) {
+  const __m128i values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(quant::kIq4nlGrid));
+  return offset ? _mm_xor_si128(values, _mm_set1_epi8(static_cast<char>(0x80))) : values;
+}
 
 #undef TEMPRA_X86_AVX2_HELPER
 

@@ -1,6 +1,6 @@
 // tempra/backend/native/quant_gemm_avx512.cpp: the AVX-512 VNNI integer GEMMs behind
-// QuantDot::gemm (prompts, verify passes): Q8_0 and Q4_0 weights against Q8_0 activations, Q4_K,
-// Q5_K and Q6_K against Q8_K.
+// QuantDot::gemm (prompts, verify passes): Q8_0, Q4_0 and IQ4_NL weights against Q8_0
+// activations, Q4_K, Q5_K, Q6_K and IQ4_XS against Q8_K; and the GEMVs of the 32-element ones.
 //
 // Each returns, for every output, exactly the float the dot of quant_dot_avx512.cpp (and the
 // scalar spec) returns: the same exact integer sums, then the same float operations in the same
@@ -9,14 +9,16 @@
 // every activation row streams past it), with each column of a group in one int32 lane.
 //
 // 32-element formats (vpdpbusd): a block is 8 groups of 4 consecutive elements ("quads"), each
-// 16 columns x 4 bytes (64 bytes), as unsigned codes (Q8_0: w + 128; Q4_0: its 4-bit codes),
-// then the 16 columns' scales as f32. Activations are read in place (Q8_0 rows): vpdpbusd takes
+// 16 columns x 4 bytes (64 bytes), as unsigned codes (Q8_0: w + 128; Q4_0: its 4-bit codes;
+// IQ4_NL, IQ4_XS: the grid value + 128, looked up by vpshufb), then the 16 columns' scales as
+// f32. IQ4_XS is eight such blocks per super-block, each with its sub-block scale (ls - 32), and
+// the super-block's d beside them; its activations are Q8_K rows read a block of 32 at a time. Activations are read in place (Q8_0 rows): vpdpbusd takes
 // each quad of a row broadcast to the 16 lanes. The unsigned weights add a known term,
 // sum((w + o) a) = sum(w a) + o sum(a) with o = 128 (Q8_0) or 8 (Q4_0, whose value is code - 8),
 // which each block's accumulator starts out subtracting: -o * sum(a), per row and block, tabled
 // once per call with the rows' scales as f32. A micro-tile is 6 rows x 32 columns; per block and
-// row the float step is the dot's: Q8_0 acc += float(s) * (d_w * d_a); Q4_0 acc += float(s) *
-// d_w * d_a, multiplied left to right.
+// row the float step is the dot's: Q8_0, IQ4_NL acc += float(s) * (d_w * d_a); Q4_0 acc +=
+// float(s) * d_w * d_a, multiplied left to right; IQ4_XS acc += ((d_w * d_a) * ls) * float(s).
 //
 // K-quants (vpmaddubsw, vpdpwssd): quant_gemm_x86.h's layout, shared with the AVX2 GEMM. Each
 // quad of a column holds four elements of one of the scalar dot's eight lane sums (lane = element
@@ -58,63 +60,122 @@ constexpr int kGroups = 2;    // groups per micro-tile and per task
 constexpr int kTileRows = 6;  // rows per micro-tile
 constexpr int kQuads = kBlock32 / 4;
 
-// One block of one 16-column group, as the micro-kernel reads it.
+// One block of 32 of one 16-column group, as the micro-kernel reads it.
 struct alignas(64) PackedBlock {
   uint8_t codes[kQuads][kLanes][4];  // quad q of column c: elements 4q .. 4q + 3
-  float scale[kLanes];
+  float scale[kLanes];               // the block's scale (IQ4_XS: its sub-block scale, ls - 32)
 };
 static_assert(sizeof(PackedBlock) == 576);
 
-enum class Weights { q8_0, q4_0 };
-
-template <Weights W>
-using Block = std::conditional_t<W == Weights::q8_0, BlockQ8_0, BlockQ4_0>;
-
-// What the unsigned codes add to each element's value: sum(code * a) = s + kOffset * sum(a).
-template <Weights W>
-constexpr int kOffset = W == Weights::q8_0 ? 128 : 8;
-
-// Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
-// weight rows, every block: each quad of the sixteen rows is one 32-bit gather (the transpose),
-// the scales a gather of the f16 fields.
-template <Weights W>
-TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out) {
-  const __m512i offsets =
-      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(cols - 1)),
-                         _mm512_set1_epi32(int(w_row)));
-  const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
-  for (int64_t b = 0; b < blocks; ++b) {
-    PackedBlock& p = out[b];
-    const __m512i d_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first + b), 1);
-    _mm512_store_ps(p.scale, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits)));
-    for (int q = 0; q < kQuads; ++q) {
-      __m512i quads;
-      if constexpr (W == Weights::q8_0) {
-        quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 4 * q), 1);
-        quads = _mm512_xor_si512(quads, _mm512_set1_epi32(int(0x80808080u)));  // w + 128, as unsigned bytes
-      } else {
-        // Elements 0..15 are the low nibbles of qs[0..15], 16..31 the high ones.
-        quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 4 * (q % 4)), 1);
-        if (q >= 4) quads = _mm512_srli_epi32(quads, 4);
-        quads = _mm512_and_si512(quads, _mm512_set1_epi32(0x0F0F0F0F));
-      }
-      _mm512_store_si512(p.codes[q], quads);
-    }
-  }
-}
-
-// Per row and block of a: -offset * sum(a) (the accumulator's start) and the scale as f32.
-struct RowTables {
-  int32_t* start;
-  float* scale;
+// A 16-column group's packed blocks and, for IQ4_XS, each super-block's d (16 floats apiece).
+struct Panel {
+  const PackedBlock* blocks;
+  const float* super_d;
 };
+
+enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs };
+
+template <Weights W>
+using Block = std::conditional_t<
+    W == Weights::q8_0, BlockQ8_0,
+    std::conditional_t<W == Weights::q4_0, BlockQ4_0, std::conditional_t<W == Weights::iq4_nl, BlockIQ4_NL, BlockIQ4_XS>>>;
+
+// The activations' format: IQ4_XS's partner is Q8_K, the others' Q8_0.
+template <Weights W>
+using Partner = std::conditional_t<W == Weights::iq4_xs, BlockQ8_K, BlockQ8_0>;
+
+// Blocks of 32 per weight block: IQ4_XS's super-block holds eight, each with its own scale.
+template <Weights W>
+constexpr int kSubBlocks = W == Weights::iq4_xs ? kSuperBlock / kBlock32 : 1;
+
+// What the unsigned codes add to each element's value: sum(code * a) = s + kOffset * sum(a)
+// (Q8_0: w + 128; Q4_0: its codes, value code - 8; IQ4: the grid value + 128, looked up).
+template <Weights W>
+constexpr int kOffset = W == Weights::q4_0 ? 8 : 128;
+
+// Where block b of 32 (counted along the row) has its activation bytes in a row of the partner.
+template <Weights W>
+inline size_t a_block_offset(int64_t b) {
+  if constexpr (W == Weights::iq4_xs)
+    return size_t(b) / kSubBlocks<W> * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + size_t(b) % kSubBlocks<W> * kBlock32;
+  else
+    return size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
+}
 
 // int32 -> f32 (exact below 2^24), in the full-mask form: the plain intrinsic seeds its
 // pass-through with _mm512_undefined_ps(), which g++ 12 flags as uninitialized (GCC PR 105593).
 TEMPRA_VNNI inline __m512 to_float(__m512i v) {
   return _mm512_maskz_cvtepi32_ps(0xFFFF, v);
 }
+
+// The codes of one block of 32 packed as Q4_0 (at qs, of the group's first column; the other
+// columns `offsets` bytes on), quad by quad: elements 0..15 are the low nibbles of qs[0..15],
+// 16..31 the high ones; IQ4's are looked up as grid value + 128.
+template <Weights W>
+TEMPRA_VNNI void pack_nibbles(__m512i offsets, const uint8_t* qs, PackedBlock& p) {
+  const __m512i table = _mm512_broadcast_i32x4(x86::iq4_values_128(true));
+  for (int q = 0; q < kQuads; ++q) {
+    __m512i quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(qs + 4 * (q % 4)), 1);
+    if (q >= 4) quads = _mm512_srli_epi32(quads, 4);
+    quads = _mm512_and_si512(quads, _mm512_set1_epi32(0x0F0F0F0F));
+    if constexpr (W != Weights::q4_0) quads = _mm512_shuffle_epi8(table, quads);
+    _mm512_store_si512(p.codes[q], quads);
+  }
+}
+
+// IQ4_XS's eight sub-block scales (ls - 32) of 16 columns, from the 32-bit words at offset 0
+// (d, scales_h) and 4 (scales_l) of each column's block.
+TEMPRA_VNNI inline __m512 iq4_xs_scale(__m512i d_and_high, __m512i low_bits, int s) {
+  const __m512i low = _mm512_and_si512(_mm512_srli_epi32(low_bits, 4 * s), _mm512_set1_epi32(0xF));
+  const __m512i high = _mm512_and_si512(_mm512_srli_epi32(d_and_high, 16 + 2 * s), _mm512_set1_epi32(3));
+  return to_float(_mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32)));
+}
+
+// Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
+// weight rows, every block: each quad of the sixteen rows is one 32-bit gather (the transpose),
+// the scales a gather of the f16 fields (IQ4_XS: d into super_d, the sub-block scales into the
+// blocks).
+template <Weights W>
+TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out,
+                            float* super_d) {
+  const __m512i offsets =
+      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(cols - 1)),
+                         _mm512_set1_epi32(int(w_row)));
+  const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const __m512i d_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first + b), 1);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
+    if constexpr (W == Weights::iq4_xs) {
+      _mm512_store_ps(super_d + b * kLanes, d);
+      const __m512i low_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].scales_l), 1);
+      for (int s = 0; s < kSubBlocks<W>; ++s) {
+        PackedBlock& p = out[b * kSubBlocks<W> + s];
+        _mm512_store_ps(p.scale, iq4_xs_scale(d_bits, low_bits, s));
+        pack_nibbles<W>(offsets, first[b].qs + kBlock32 / 2 * s, p);
+      }
+    } else {
+      PackedBlock& p = out[b];
+      _mm512_store_ps(p.scale, d);
+      if constexpr (W == Weights::q8_0) {
+        for (int q = 0; q < kQuads; ++q) {
+          __m512i quads = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 4 * q), 1);
+          quads = _mm512_xor_si512(quads, _mm512_set1_epi32(int(0x80808080u)));  // w + 128, as unsigned bytes
+          _mm512_store_si512(p.codes[q], quads);
+        }
+      } else {
+        pack_nibbles<W>(offsets, first[b].qs, p);
+      }
+    }
+  }
+}
+
+// Per row and block of 32 of a: -offset * sum(a) (the accumulator's start) and the activation
+// scale as f32 (IQ4_XS: its super-block's, for each of the eight).
+struct RowTables {
+  int32_t* start;
+  float* scale;
+};
 
 // A weight vector every row of a micro-tile multiplies, loaded once into a register: g++ would
 // otherwise fold the load into each row's multiply, and the tile would wait on loads, not math.
@@ -124,36 +185,49 @@ TEMPRA_VNNI inline __m512i load_shared(const void* p) {
   return v;
 }
 
+// The dot's float step for one block of 32: s its exact integer sum, dw the weight's scale (IQ4_XS:
+// the super-block's d, with ls the sub-block's scale), da the activation's. Q8_0, IQ4_NL:
+// acc + s (d_w d_a); Q4_0: acc + (s d_w) d_a; IQ4_XS: acc + ((d_w d_a) ls) s.
+template <Weights W>
+TEMPRA_VNNI inline __m512 add_block(__m512 acc, __m512i s, __m512 dw, __m512 da, __m512 ls) {
+  if constexpr (W == Weights::q4_0)
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
+  else if constexpr (W == Weights::iq4_xs)
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dw, da), ls), to_float(s)));
+  else
+    return _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
+}
+
 template <int R, Weights W>
-TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, int64_t nb, int64_t first_row,
-                            const PackedBlock* g0, const PackedBlock* g1, float* c, int64_t ldc, __mmask16 m0,
-                            __mmask16 m1) {
+TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, int64_t nb, int64_t first_row, Panel g0,
+                            Panel g1, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   __m512 acc[R][kGroups];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m512i s[R][kGroups];
     for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm512_set1_epi32(t.start[(first_row + r) * nb + b]);
+    const size_t a_offset = a_block_offset<W>(b);
     for (int q = 0; q < kQuads; ++q) {
-      const __m512i w0 = _mm512_load_si512(g0[b].codes[q]);
-      const __m512i w1 = _mm512_load_si512(g1[b].codes[q]);
+      const __m512i w0 = _mm512_load_si512(g0.blocks[b].codes[q]);
+      const __m512i w1 = _mm512_load_si512(g1.blocks[b].codes[q]);
       for (int r = 0; r < R; ++r) {
         int32_t quad;
-        std::memcpy(&quad, a_rows[r] + b * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs) + 4 * q, 4);
+        std::memcpy(&quad, a_rows[r] + a_offset + 4 * q, 4);
         const __m512i av = _mm512_set1_epi32(quad);
         s[r][0] = _mm512_dpbusd_epi32(s[r][0], w0, av);
         s[r][1] = _mm512_dpbusd_epi32(s[r][1], w1, av);
       }
     }
-    const __m512 d0 = _mm512_load_ps(g0[b].scale), d1 = _mm512_load_ps(g1[b].scale);
+    __m512 d0 = _mm512_load_ps(g0.blocks[b].scale), d1 = _mm512_load_ps(g1.blocks[b].scale);
+    __m512 ls0 = d0, ls1 = d1;
+    if constexpr (W == Weights::iq4_xs) {
+      d0 = _mm512_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes);
+      d1 = _mm512_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes);
+    }
     for (int r = 0; r < R; ++r) {
       const __m512 da = _mm512_set1_ps(t.scale[(first_row + r) * nb + b]);
-      if constexpr (W == Weights::q8_0) {
-        acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(to_float(s[r][0]), _mm512_mul_ps(d0, da)));
-        acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(to_float(s[r][1]), _mm512_mul_ps(d1, da)));
-      } else {
-        acc[r][0] = _mm512_add_ps(acc[r][0], _mm512_mul_ps(_mm512_mul_ps(to_float(s[r][0]), d0), da));
-        acc[r][1] = _mm512_add_ps(acc[r][1], _mm512_mul_ps(_mm512_mul_ps(to_float(s[r][1]), d1), da));
-      }
+      acc[r][0] = add_block<W>(acc[r][0], s[r][0], d0, da, ls0);
+      acc[r][1] = add_block<W>(acc[r][1], s[r][1], d1, da, ls1);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -162,20 +236,26 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
   }
 }
 
-// The tables of m activation rows of nb Q8_0 blocks, on the calling thread's scratch (read by
-// every task): the GEMM's and the GEMV's alike.
+// The tables of m activation rows (nb blocks of 32 each), on the calling thread's scratch (read
+// by every task): the GEMM's and the GEMV's alike.
 template <Weights W>
 RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool) {
   float* tables = thread_scratch(0).floats(size_t(2 * m * nb));
   const RowTables t{reinterpret_cast<int32_t*>(tables), tables + m * nb};
+  const size_t a_row = size_t(nb / kSubBlocks<W>) * sizeof(Partner<W>);
   pool.parallel_for(m, 1 + 512 / (nb + 1), [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {
-      const auto* row = reinterpret_cast<const BlockQ8_0*>(ap) + i * nb;
+      const uint8_t* row = ap + size_t(i) * a_row;
       for (int64_t b = 0; b < nb; ++b) {
+        const auto* qs = reinterpret_cast<const int8_t*>(row + a_block_offset<W>(b));
         int sum = 0;
-        for (int e = 0; e < kBlock32; ++e) sum += row[b].qs[e];
+        for (int e = 0; e < kBlock32; ++e) sum += qs[e];
         t.start[i * nb + b] = -kOffset<W> * sum;
-        t.scale[i * nb + b] = f16_bits_to_f32(row[b].d.bits);
+        const auto& block = reinterpret_cast<const Partner<W>*>(row)[b / kSubBlocks<W>];
+        if constexpr (W == Weights::iq4_xs)
+          t.scale[i * nb + b] = block.d;
+        else
+          t.scale[i * nb + b] = f16_bits_to_f32(block.d.bits);
       }
     }
   });
@@ -184,25 +264,29 @@ RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool)
 
 template <Weights W>
 void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  const int64_t nb = k / kBlock32;
-  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const int64_t nb = k / kBlock32, weight_blocks = nb / kSubBlocks<W>;
+  const size_t a_row = size_t(weight_blocks) * sizeof(Partner<W>), w_row = size_t(weight_blocks) * sizeof(Block<W>);
   const auto* ap = static_cast<const uint8_t*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);
   const RowTables t = row_tables<W>(ap, m, nb, pool);
   constexpr int64_t kTaskCols = kLanes * kGroups;
   const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    auto* packed = reinterpret_cast<PackedBlock*>(
-        thread_scratch(1).floats(size_t(kGroups * nb) * sizeof(PackedBlock) / sizeof(float)));
+    // Both groups' blocks, then (IQ4_XS) both groups' super-block d's.
+    const size_t block_floats = size_t(kGroups * nb) * sizeof(PackedBlock) / sizeof(float);
+    const size_t super_floats = W == Weights::iq4_xs ? size_t(kGroups * weight_blocks * kLanes) : 0;
+    float* scratch = thread_scratch(1).floats(block_floats + super_floats);
+    auto* packed = reinterpret_cast<PackedBlock*>(scratch);
+    float* super_d = scratch + block_floats;
     for (int64_t task = first; task < last; ++task) {
       const int64_t j0 = task * kTaskCols;
       const int cols0 = int(std::min<int64_t>(kLanes, n - j0));
       const int cols1 = int(std::clamp<int64_t>(n - j0 - kLanes, 0, kLanes));
-      PackedBlock* g0 = packed;
-      PackedBlock* g1 = packed + nb;
-      pack_group<W>(wp, w_row, j0, cols0, nb, g0);
+      Panel g0{packed, super_d};
+      Panel g1{packed + nb, super_d + weight_blocks * kLanes};
+      pack_group<W>(wp, w_row, j0, cols0, weight_blocks, packed, super_d);
       if (cols1 > 0)
-        pack_group<W>(wp, w_row, j0 + kLanes, cols1, nb, g1);
+        pack_group<W>(wp, w_row, j0 + kLanes, cols1, weight_blocks, packed + nb, super_d + weight_blocks * kLanes);
       else
         g1 = g0;  // computed, never stored
       const __mmask16 m0 = __mmask16((1u << cols0) - 1), m1 = __mmask16((1u << cols1) - 1);
@@ -238,8 +322,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 
 // ---- Decode steps: a few activation rows, the weights read in place ----
 //
-// Sixteen weight rows at a time, block by block: vpdpbusd of each row's block (rows r and r + 8
-// share a zmm) against the activation block, the eight lane sums of each row added by a
+// Sixteen weight rows at a time, block of 32 by block: vpdpbusd of each row's block (rows r and
+// r + 8 share a zmm) against the activation block, the eight lane sums of each row added by a
 // transposing tree (exact in int32), the offset term subtracted, and the dot's float step for the
 // sixteen rows as one vector. The next group's rows are prefetched as these are read
 // (prefetch.h says why). The K-quants' GEMVs are quant_dot_avx2.cpp's, for both x86 arms.
@@ -263,9 +347,22 @@ TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
 }
 
+// Block of 32 number s of a weight block's codes, as vpdpbusd's unsigned bytes.
 template <Weights W>
-TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_0* a,
-                           const int32_t* start, const float* scale, float* c) {
+TEMPRA_VNNI inline __m256i unsigned_codes(const Block<W>& x, int s) {
+  if constexpr (W == Weights::q8_0) {
+    return _mm256_xor_si256(x86::load256(x.qs), _mm256_set1_epi8(static_cast<char>(0x80)));  // w + 128
+  } else if constexpr (W == Weights::q4_0) {
+    return x86::nibbles(x.qs);
+  } else {
+    const __m256i table = _mm256_broadcastsi128_si256(x86::iq4_values_128(true));
+    return _mm256_shuffle_epi8(table, x86::nibbles(x.qs + kBlock32 / 2 * s));
+  }
+}
+
+template <Weights W>
+TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t weight_blocks,
+                           const uint8_t* a, const int32_t* start, const float* scale, float* c) {
   const Block<W>* row[kLanes];
   for (int r = 0; r < kLanes; ++r)
     row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
@@ -276,44 +373,39 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
                          _mm512_set1_epi32(int(w_row)));
   const size_t ahead = kLanes * w_row;  // the same block of the next group's rows
   __m512 acc = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const __m512i av = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs)));
-    __m512i dots[8];
-    for (int r = 0; r < 8; ++r) {
-      __m256i low, high;
-      if constexpr (W == Weights::q8_0) {
-        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));  // w + 128
-        low = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r][b].qs)), flip);
-        high = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[r + 8][b].qs)), flip);
-      } else {
-        const __m128i nibble = _mm_set1_epi8(0x0F);
-        const __m128i p0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r][b].qs));
-        const __m128i p1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r + 8][b].qs));
-        low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p0, 4), nibble), _mm_and_si128(p0, nibble));
-        high = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(p1, 4), nibble), _mm_and_si128(p1, nibble));
-      }
-      prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead);
-      prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + ahead);
-      const __m512i codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
-      dots[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, av);
-    }
-    const __m512i s = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(start[b]));
-    // The rows' scales: the f16 in the low half of a 32-bit gather at each row's block.
+  for (int64_t b = 0; b < weight_blocks; ++b) {
+    // The rows' scales: the f16 in the low half of a 32-bit gather at each row's block (IQ4_XS:
+    // scales_h in its high half, and scales_l the next word).
     const __m512i d_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0] + b), 1);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
-    const __m512 da = _mm512_set1_ps(scale[b]);
-    if constexpr (W == Weights::q8_0)
-      acc = _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
-    else
-      acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
+    __m512i low_bits = _mm512_setzero_si512();
+    if constexpr (W == Weights::iq4_xs)
+      low_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0][b].scales_l), 1);
+    for (int s = 0; s < kSubBlocks<W>; ++s) {
+      const int64_t block = b * kSubBlocks<W> + s;
+      const __m512i av = _mm512_broadcast_i64x4(x86::load256(a + a_block_offset<W>(block)));
+      __m512i dots[8];
+      for (int r = 0; r < 8; ++r) {
+        const __m512i codes =
+            _mm512_inserti64x4(_mm512_castsi256_si512(unsigned_codes<W>(row[r][b], s)), unsigned_codes<W>(row[r + 8][b], s), 1);
+        if (s % 2 == 0 && 32 * s < int(sizeof(Block<W>))) {  // every line of the block, once
+          prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + 32 * s + ahead);
+          prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + 32 * s + ahead);
+        }
+        dots[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, av);
+      }
+      const __m512i sums = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(start[block]));
+      const __m512 ls = W == Weights::iq4_xs ? iq4_xs_scale(d_bits, low_bits, s) : dw;
+      acc = add_block<W>(acc, sums, dw, _mm512_set1_ps(scale[block]), ls);
+    }
   }
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
 
 template <Weights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  const int64_t nb = k / kBlock32;
-  const size_t a_row = size_t(nb) * sizeof(BlockQ8_0), w_row = size_t(nb) * sizeof(Block<W>);
+  const int64_t nb = k / kBlock32, weight_blocks = nb / kSubBlocks<W>;
+  const size_t a_row = size_t(weight_blocks) * sizeof(Partner<W>), w_row = size_t(weight_blocks) * sizeof(Block<W>);
   const auto* ap = static_cast<const uint8_t*>(a);
   const auto* wp = static_cast<const uint8_t*>(w);
   const RowTables t = row_tables<W>(ap, m, nb, pool);
@@ -323,8 +415,8 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
       const int64_t j0 = g * kLanes;
       const int rows = int(std::min<int64_t>(kLanes, n - j0));
       for (int64_t i = 0; i < m; ++i)
-        gemv_rows<W>(wp, w_row, j0, rows, nb, reinterpret_cast<const BlockQ8_0*>(ap + size_t(i) * a_row),
-                     t.start + i * nb, t.scale + i * nb, c + i * ldc + j0);
+        gemv_rows<W>(wp, w_row, j0, rows, weight_blocks, ap + size_t(i) * a_row, t.start + i * nb, t.scale + i * nb,
+                     c + i * ldc + j0);
     }
   });
 }
@@ -432,6 +524,10 @@ void add_vnni_gemms(HotFormatDots& dots) {
   dots.q6_k_gemm = &k_gemm<KWeights::q6_k>;
   dots.q8_0_gemv = &gemv<Weights::q8_0>;
   dots.q4_0_gemv = &gemv<Weights::q4_0>;
+  dots.iq4_nl_gemm = &gemm<Weights::iq4_nl>;
+  dots.iq4_xs_gemm = &gemm<Weights::iq4_xs>;
+  dots.iq4_nl_gemv = &gemv<Weights::iq4_nl>;
+  dots.iq4_xs_gemv = &gemv<Weights::iq4_xs>;
 }
 
 }  // namespace tempra::native

@@ -297,9 +297,7 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     const float d = to_f32(x[b].d) * y[b].d;
     for (int s = 0; s < kSuperBlock / 32; ++s) {
-      const int low = s % 2 ? x[b].scales_l[s / 2] >> 4 : x[b].scales_l[s / 2] & 0xF;
-      const int high = (x[b].scales_h >> (2 * s)) & 3;
-      const float sub_d = d * static_cast<float>((low | (high << 4)) - 32);
+      const float sub_d = d * static_cast<float>(iq4_xs_scale(x[b], s));
       sum += sub_d * static_cast<float>(iq4_block_sum(x[b].qs + 16 * s, y[b].qs + 32 * s));
     }
   }
@@ -310,17 +308,23 @@ float dot_iq4_xs(int64_t n, const void* w, const void* a) {
 
 namespace native {
 
-std::array<QuantDot, 6> hot_format_dots(const HotFormatDots& d) {
+std::vector<QuantDot> hot_format_dots(const HotFormatDots& d) {
   using quant::find_format;
   const DType q8_k = find_format("q8_k")->dtype;
-  return {{
+  const QuantDot all[] = {
       {quant::q8_0(), quant::q8_0(), d.q8_0, d.q8_0_gemm, d.q8_0_gemv, d.q8_0_rows},
       {quant::q4_0(), quant::q8_0(), d.q4_0, d.q4_0_gemm, d.q4_0_gemv, d.q8_0_rows},
       {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, d.q4_k_gemv, d.q8_k_rows},
       {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, d.q5_k_gemv, d.q8_k_rows},
       {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, d.q6_k_gemv, d.q8_k_rows},
       {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, nullptr, d.q8_k_rows},
-  }};
+      {find_format("iq4_nl")->dtype, quant::q8_0(), d.iq4_nl, d.iq4_nl_gemm, d.iq4_nl_gemv, d.q8_0_rows},
+      {find_format("iq4_xs")->dtype, q8_k, d.iq4_xs, d.iq4_xs_gemm, d.iq4_xs_gemv, d.q8_k_rows},
+  };
+  std::vector<QuantDot> dots;
+  for (const QuantDot& dot : all)
+    if (dot.dot != nullptr) dots.push_back(dot);
+  return dots;
 }
 
 #if TEMPRA_NATIVE_QUANT_DOT && defined(__x86_64__)
