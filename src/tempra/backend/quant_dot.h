@@ -78,9 +78,9 @@ struct HotFormatDots {
   Dot q8_0, q4_0, q4_k, q5_k, q6_k, tq2_0;
   Dot iq4_nl = nullptr, iq4_xs = nullptr;
   QuantDotGemm q8_0_gemm = nullptr, q4_0_gemm = nullptr, q4_k_gemm = nullptr, q5_k_gemm = nullptr,
-               q6_k_gemm = nullptr, iq4_nl_gemm = nullptr, iq4_xs_gemm = nullptr;
+               q6_k_gemm = nullptr, tq2_0_gemm = nullptr, iq4_nl_gemm = nullptr, iq4_xs_gemm = nullptr;
   QuantDotGemm q8_0_gemv = nullptr, q4_0_gemv = nullptr, q4_k_gemv = nullptr, q5_k_gemv = nullptr,
-               q6_k_gemv = nullptr, iq4_nl_gemv = nullptr, iq4_xs_gemv = nullptr;
+               q6_k_gemv = nullptr, tq2_0_gemv = nullptr, iq4_nl_gemv = nullptr, iq4_xs_gemv = nullptr;
   using Quantize = void (*)(const float*, void*, int64_t);
   Quantize q8_0_rows = nullptr, q8_k_rows = nullptr;  // the partners' encoders
 };

@@ -73,30 +73,43 @@ struct Panel {
   const float* super_d;
 };
 
-enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs };
+enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs, tq2_0 };
 
 template <Weights W>
 using Block = std::conditional_t<
     W == Weights::q8_0, BlockQ8_0,
-    std::conditional_t<W == Weights::q4_0, BlockQ4_0, std::conditional_t<W == Weights::iq4_nl, BlockIQ4_NL, BlockIQ4_XS>>>;
+    std::conditional_t<
+        W == Weights::q4_0, BlockQ4_0,
+        std::conditional_t<W == Weights::iq4_nl, BlockIQ4_NL, std::conditional_t<W == Weights::iq4_xs, BlockIQ4_XS, BlockTQ2_0>>>>;
 
-// The activations' format: IQ4_XS's partner is Q8_K, the others' Q8_0.
+// The super-block formats (partner Q8_K), read as eight blocks of 32: IQ4_XS's sub-blocks, each
+// with its own scale; TQ2_0's block s = 4 g + p, elements 32 s .. 32 s + 31 (bit pair p of its
+// 32-byte group g).
 template <Weights W>
-using Partner = std::conditional_t<W == Weights::iq4_xs, BlockQ8_K, BlockQ8_0>;
+constexpr bool kSuper = W == Weights::iq4_xs || W == Weights::tq2_0;
 
-// Blocks of 32 per weight block: IQ4_XS's super-block holds eight, each with its own scale.
+// The activations' format.
 template <Weights W>
-constexpr int kSubBlocks = W == Weights::iq4_xs ? kSuperBlock / kBlock32 : 1;
+using Partner = std::conditional_t<kSuper<W>, BlockQ8_K, BlockQ8_0>;
+
+// Blocks of 32 per weight block.
+template <Weights W>
+constexpr int kSubBlocks = kSuper<W> ? kSuperBlock / kBlock32 : 1;
+
+// Blocks of 32 whose integer sums add up before one float step: TQ2_0's whole super-block has one.
+template <Weights W>
+constexpr int kSumBlocks = W == Weights::tq2_0 ? kSubBlocks<W> : 1;
 
 // What the unsigned codes add to each element's value: sum(code * a) = s + kOffset * sum(a)
-// (Q8_0: w + 128; Q4_0: its codes, value code - 8; IQ4: the grid value + 128, looked up).
+// (Q8_0: w + 128; Q4_0: its codes, value code - 8; IQ4: the grid value + 128, looked up; TQ2_0:
+// its codes, value code - 1).
 template <Weights W>
-constexpr int kOffset = W == Weights::q4_0 ? 8 : 128;
+constexpr int kOffset = W == Weights::q4_0 ? 8 : W == Weights::tq2_0 ? 1 : 128;
 
 // Where block b of 32 (counted along the row) has its activation bytes in a row of the partner.
 template <Weights W>
 inline size_t a_block_offset(int64_t b) {
-  if constexpr (W == Weights::iq4_xs)
+  if constexpr (kSuper<W>)
     return size_t(b) / kSubBlocks<W> * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + size_t(b) % kSubBlocks<W> * kBlock32;
   else
     return size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
@@ -131,10 +144,21 @@ TEMPRA_VNNI inline __m512 iq4_xs_scale(__m512i d_and_high, __m512i low_bits, int
   return to_float(_mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32)));
 }
 
+// The 32-bit words around each of 16 blocks' f16 d (the block at `block`, the others `offsets`
+// bytes on), d in the low half: the block's first word (IQ4_XS: scales_h in the high half); TQ2_0
+// keeps d last, so its word is read ending there, never past the block.
+template <Weights W>
+TEMPRA_VNNI inline __m512i d_words(__m512i offsets, const Block<W>* block) {
+  if constexpr (W == Weights::tq2_0)
+    return _mm512_srli_epi32(_mm512_i32gather_epi32(offsets, reinterpret_cast<const char*>(&block->d) - 2, 1), 16);
+  else
+    return _mm512_i32gather_epi32(offsets, static_cast<const void*>(block), 1);
+}
+
 // Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
 // weight rows, every block: each quad of the sixteen rows is one 32-bit gather (the transpose),
 // the scales a gather of the f16 fields (IQ4_XS: d into super_d, the sub-block scales into the
-// blocks).
+// blocks; TQ2_0: d into super_d).
 template <Weights W>
 TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out,
                             float* super_d) {
@@ -144,9 +168,18 @@ TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
                          _mm512_set1_epi32(int(w_row)));
   const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m512i d_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first + b), 1);
+    const __m512i d_bits = d_words<W>(offsets, first + b);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
-    if constexpr (W == Weights::iq4_xs) {
+    if constexpr (W == Weights::tq2_0) {
+      _mm512_store_ps(super_d + b * kLanes, d);
+      for (int s = 0; s < kSubBlocks<W>; ++s) {
+        PackedBlock& p = out[b * kSubBlocks<W> + s];
+        for (int q = 0; q < kQuads; ++q) {
+          const __m512i group = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].qs + 32 * (s / 4) + 4 * q), 1);
+          _mm512_store_si512(p.codes[q], _mm512_and_si512(_mm512_srli_epi32(group, 2 * (s % 4)), _mm512_set1_epi32(0x03030303)));
+        }
+      }
+    } else if constexpr (W == Weights::iq4_xs) {
       _mm512_store_ps(super_d + b * kLanes, d);
       const __m512i low_bits = _mm512_i32gather_epi32(offsets, static_cast<const void*>(first[b].scales_l), 1);
       for (int s = 0; s < kSubBlocks<W>; ++s) {
@@ -171,7 +204,7 @@ TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
 }
 
 // Per row and block of 32 of a: -offset * sum(a) (the accumulator's start) and the activation
-// scale as f32 (IQ4_XS: its super-block's, for each of the eight).
+// scale as f32 (Q8_K rows: the super-block's, for each of its eight).
 struct RowTables {
   int32_t* start;
   float* scale;
@@ -186,8 +219,9 @@ TEMPRA_VNNI inline __m512i load_shared(const void* p) {
 }
 
 // The dot's float step for one block of 32: s its exact integer sum, dw the weight's scale (IQ4_XS:
-// the super-block's d, with ls the sub-block's scale), da the activation's. Q8_0, IQ4_NL:
-// acc + s (d_w d_a); Q4_0: acc + (s d_w) d_a; IQ4_XS: acc + ((d_w d_a) ls) s.
+// the super-block's d, with ls the sub-block's scale; TQ2_0: s the super-block's, dw its d), da
+// the activation's. Q8_0, IQ4_NL, TQ2_0: acc + s (d_w d_a); Q4_0: acc + (s d_w) d_a; IQ4_XS:
+// acc + ((d_w d_a) ls) s.
 template <Weights W>
 TEMPRA_VNNI inline __m512 add_block(__m512 acc, __m512i s, __m512 dw, __m512 da, __m512 ls) {
   if constexpr (W == Weights::q4_0)
@@ -203,9 +237,12 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
                             Panel g1, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   __m512 acc[R][kGroups];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  __m512i s[R][kGroups];
   for (int64_t b = 0; b < nb; ++b) {
-    __m512i s[R][kGroups];
-    for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm512_set1_epi32(t.start[(first_row + r) * nb + b]);
+    for (int r = 0; r < R; ++r) {
+      const __m512i start = _mm512_set1_epi32(t.start[(first_row + r) * nb + b]);
+      for (int g = 0; g < kGroups; ++g) s[r][g] = b % kSumBlocks<W> == 0 ? start : _mm512_add_epi32(s[r][g], start);
+    }
     const size_t a_offset = a_block_offset<W>(b);
     for (int q = 0; q < kQuads; ++q) {
       const __m512i w0 = _mm512_load_si512(g0.blocks[b].codes[q]);
@@ -218,9 +255,10 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
         s[r][1] = _mm512_dpbusd_epi32(s[r][1], w1, av);
       }
     }
+    if (b % kSumBlocks<W> != kSumBlocks<W> - 1) continue;  // TQ2_0: the super-block's sum goes on
     __m512 d0 = _mm512_load_ps(g0.blocks[b].scale), d1 = _mm512_load_ps(g1.blocks[b].scale);
     __m512 ls0 = d0, ls1 = d1;
-    if constexpr (W == Weights::iq4_xs) {
+    if constexpr (kSuper<W>) {
       d0 = _mm512_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes);
       d1 = _mm512_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes);
     }
@@ -252,7 +290,7 @@ RowTables row_tables(const uint8_t* ap, int64_t m, int64_t nb, ThreadPool& pool)
         for (int e = 0; e < kBlock32; ++e) sum += qs[e];
         t.start[i * nb + b] = -kOffset<W> * sum;
         const auto& block = reinterpret_cast<const Partner<W>*>(row)[b / kSubBlocks<W>];
-        if constexpr (W == Weights::iq4_xs)
+        if constexpr (kSuper<W>)
           t.scale[i * nb + b] = block.d;
         else
           t.scale[i * nb + b] = f16_bits_to_f32(block.d.bits);
@@ -272,9 +310,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   constexpr int64_t kTaskCols = kLanes * kGroups;
   const int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   pool.parallel_for(tasks, 1, [&](int64_t first, int64_t last) {
-    // Both groups' blocks, then (IQ4_XS) both groups' super-block d's.
+    // Both groups' blocks, then (IQ4_XS, TQ2_0) both groups' super-block d's.
     const size_t block_floats = size_t(kGroups * nb) * sizeof(PackedBlock) / sizeof(float);
-    const size_t super_floats = W == Weights::iq4_xs ? size_t(kGroups * weight_blocks * kLanes) : 0;
+    const size_t super_floats = kSuper<W> ? size_t(kGroups * weight_blocks * kLanes) : 0;
     float* scratch = thread_scratch(1).floats(block_floats + super_floats);
     auto* packed = reinterpret_cast<PackedBlock*>(scratch);
     float* super_d = scratch + block_floats;
@@ -354,6 +392,8 @@ TEMPRA_VNNI inline __m256i unsigned_codes(const Block<W>& x, int s) {
     return _mm256_xor_si256(x86::load256(x.qs), _mm256_set1_epi8(static_cast<char>(0x80)));  // w + 128
   } else if constexpr (W == Weights::q4_0) {
     return x86::nibbles(x.qs);
+  } else if constexpr (W == Weights::tq2_0) {
+    return _mm256_and_si256(_mm256_srli_epi16(x86::load256(x.qs + 32 * (s / 4)), 2 * (s % 4)), _mm256_set1_epi8(3));
   } else {
     const __m256i table = _mm256_broadcastsi128_si256(x86::iq4_values_128(true));
     return _mm256_shuffle_epi8(table, x86::nibbles(x.qs + kBlock32 / 2 * s));
@@ -376,15 +416,21 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
   for (int64_t b = 0; b < weight_blocks; ++b) {
     // The rows' scales: the f16 in the low half of a 32-bit gather at each row's block (IQ4_XS:
     // scales_h in its high half, and scales_l the next word).
-    const __m512i d_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0] + b), 1);
+    const __m512i d_bits = d_words<W>(d_offsets, row[0] + b);
     const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_bits));
     __m512i low_bits = _mm512_setzero_si512();
     if constexpr (W == Weights::iq4_xs)
       low_bits = _mm512_i32gather_epi32(d_offsets, reinterpret_cast<const void*>(row[0][b].scales_l), 1);
+    __m512i dots[8];
+    int32_t block_start = 0;
     for (int s = 0; s < kSubBlocks<W>; ++s) {
       const int64_t block = b * kSubBlocks<W> + s;
       const __m512i av = _mm512_broadcast_i64x4(x86::load256(a + a_block_offset<W>(block)));
-      __m512i dots[8];
+      if (s % kSumBlocks<W> == 0) {
+        for (__m512i& d : dots) d = _mm512_setzero_si512();
+        block_start = 0;
+      }
+      block_start += start[block];
       for (int r = 0; r < 8; ++r) {
         const __m512i codes =
             _mm512_inserti64x4(_mm512_castsi256_si512(unsigned_codes<W>(row[r][b], s)), unsigned_codes<W>(row[r + 8][b], s), 1);
@@ -392,9 +438,10 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
           prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + 32 * s + ahead);
           prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + 32 * s + ahead);
         }
-        dots[r] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, av);
+        dots[r] = _mm512_dpbusd_epi32(dots[r], codes, av);
       }
-      const __m512i sums = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(start[block]));
+      if (s % kSumBlocks<W> != kSumBlocks<W> - 1) continue;  // TQ2_0: the super-block's sums go on
+      const __m512i sums = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(block_start));
       const __m512 ls = W == Weights::iq4_xs ? iq4_xs_scale(d_bits, low_bits, s) : dw;
       acc = add_block<W>(acc, sums, dw, _mm512_set1_ps(scale[block]), ls);
     }
@@ -528,6 +575,8 @@ void add_vnni_gemms(HotFormatDots& dots) {
   dots.iq4_xs_gemm = &gemm<Weights::iq4_xs>;
   dots.iq4_nl_gemv = &gemv<Weights::iq4_nl>;
   dots.iq4_xs_gemv = &gemv<Weights::iq4_xs>;
+  dots.tq2_0_gemm = &gemm<Weights::tq2_0>;
+  dots.tq2_0_gemv = &gemv<Weights::tq2_0>;
 }
 
 }  // namespace tempra::native

@@ -317,7 +317,7 @@ std::vector<QuantDot> hot_format_dots(const HotFormatDots& d) {
       {find_format("q4_k")->dtype, q8_k, d.q4_k, d.q4_k_gemm, d.q4_k_gemv, d.q8_k_rows},
       {find_format("q5_k")->dtype, q8_k, d.q5_k, d.q5_k_gemm, d.q5_k_gemv, d.q8_k_rows},
       {find_format("q6_k")->dtype, q8_k, d.q6_k, d.q6_k_gemm, d.q6_k_gemv, d.q8_k_rows},
-      {find_format("tq2_0")->dtype, q8_k, d.tq2_0, nullptr, nullptr, d.q8_k_rows},
+      {find_format("tq2_0")->dtype, q8_k, d.tq2_0, d.tq2_0_gemm, d.tq2_0_gemv, d.q8_k_rows},
       {find_format("iq4_nl")->dtype, quant::q8_0(), d.iq4_nl, d.iq4_nl_gemm, d.iq4_nl_gemv, d.q8_0_rows},
       {find_format("iq4_xs")->dtype, q8_k, d.iq4_xs, d.iq4_xs_gemm, d.iq4_xs_gemv, d.q8_k_rows},
   };
