@@ -73,47 +73,19 @@ struct Panel {
   const float* super_d;
 };
 
-enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs, tq2_0 };
-
-template <Weights W>
-using Block = std::conditional_t<
-    W == Weights::q8_0, BlockQ8_0,
-    std::conditional_t<
-        W == Weights::q4_0, BlockQ4_0,
-        std::conditional_t<W == Weights::iq4_nl, BlockIQ4_NL, std::conditional_t<W == Weights::iq4_xs, BlockIQ4_XS, BlockTQ2_0>>>>;
-
-// The super-block formats (partner Q8_K), read as eight blocks of 32: IQ4_XS's sub-blocks, each
-// with its own scale; TQ2_0's block s = 4 g + p, elements 32 s .. 32 s + 31 (bit pair p of its
-// 32-byte group g).
-template <Weights W>
-constexpr bool kSuper = W == Weights::iq4_xs || W == Weights::tq2_0;
-
-// The activations' format.
-template <Weights W>
-using Partner = std::conditional_t<kSuper<W>, BlockQ8_K, BlockQ8_0>;
-
-// Blocks of 32 per weight block.
-template <Weights W>
-constexpr int kSubBlocks = kSuper<W> ? kSuperBlock / kBlock32 : 1;
-
-// Blocks of 32 whose integer sums add up before one float step: TQ2_0's whole super-block has one.
-template <Weights W>
-constexpr int kSumBlocks = W == Weights::tq2_0 ? kSubBlocks<W> : 1;
+using x86::a_block_offset;
+using x86::Block;
+using x86::kSubBlocks;
+using x86::kSumBlocks;
+using x86::kSuper;
+using x86::Partner;
+using x86::Weights;
 
 // What the unsigned codes add to each element's value: sum(code * a) = s + kOffset * sum(a)
 // (Q8_0: w + 128; Q4_0: its codes, value code - 8; IQ4: the grid value + 128, looked up; TQ2_0:
 // its codes, value code - 1).
 template <Weights W>
 constexpr int kOffset = W == Weights::q4_0 ? 8 : W == Weights::tq2_0 ? 1 : 128;
-
-// Where block b of 32 (counted along the row) has its activation bytes in a row of the partner.
-template <Weights W>
-inline size_t a_block_offset(int64_t b) {
-  if constexpr (kSuper<W>)
-    return size_t(b) / kSubBlocks<W> * sizeof(BlockQ8_K) + offsetof(BlockQ8_K, qs) + size_t(b) % kSubBlocks<W> * kBlock32;
-  else
-    return size_t(b) * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs);
-}
 
 // int32 -> f32 (exact below 2^24), in the full-mask form: the plain intrinsic seeds its
 // pass-through with _mm512_undefined_ps(), which g++ 12 flags as uninitialized (GCC PR 105593).
@@ -385,21 +357,6 @@ TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
 }
 
-// Block of 32 number s of a weight block's codes, as vpdpbusd's unsigned bytes.
-template <Weights W>
-TEMPRA_VNNI inline __m256i unsigned_codes(const Block<W>& x, int s) {
-  if constexpr (W == Weights::q8_0) {
-    return _mm256_xor_si256(x86::load256(x.qs), _mm256_set1_epi8(static_cast<char>(0x80)));  // w + 128
-  } else if constexpr (W == Weights::q4_0) {
-    return x86::nibbles(x.qs);
-  } else if constexpr (W == Weights::tq2_0) {
-    return _mm256_and_si256(_mm256_srli_epi16(x86::load256(x.qs + 32 * (s / 4)), 2 * (s % 4)), _mm256_set1_epi8(3));
-  } else {
-    const __m256i table = _mm256_broadcastsi128_si256(x86::iq4_values_128(true));
-    return _mm256_shuffle_epi8(table, x86::nibbles(x.qs + kBlock32 / 2 * s));
-  }
-}
-
 template <Weights W>
 TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t weight_blocks,
                            const uint8_t* a, const int32_t* start, const float* scale, float* c) {
@@ -433,7 +390,7 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
       block_start += start[block];
       for (int r = 0; r < 8; ++r) {
         const __m512i codes =
-            _mm512_inserti64x4(_mm512_castsi256_si512(unsigned_codes<W>(row[r][b], s)), unsigned_codes<W>(row[r + 8][b], s), 1);
+            _mm512_inserti64x4(_mm512_castsi256_si512(x86::block_codes<W, true>(row[r][b], s)), x86::block_codes<W, true>(row[r + 8][b], s), 1);
         if (s % 2 == 0 && 32 * s < int(sizeof(Block<W>))) {  // every line of the block, once
           prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + 32 * s + ahead);
           prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + 32 * s + ahead);

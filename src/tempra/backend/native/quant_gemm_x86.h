@@ -1,6 +1,7 @@
 // tempra/backend/native/quant_gemm_x86.h: what the x86 integer GEMMs share
-// (quant_gemm_avx2.cpp, quant_gemm_avx512.cpp): the 8 x 8 transpose and the K-quants' packed
-// layout, for groups of 8 (ymm) or 16 (zmm) columns.
+// (quant_gemm_avx2.cpp, quant_gemm_avx512.cpp): the 8 x 8 transpose, the formats read as blocks
+// of 32 (which block, which activations, its codes), and the K-quants' packed layout, for groups
+// of 8 (ymm) or 16 (zmm) columns.
 //
 // The K-quants' scalar dot keeps eight integer lane sums per super-block, lane l adding every
 // element e = l mod 8 times its sub-block's scale. Element quad (l, t) of a column is its four
@@ -51,6 +52,63 @@ TEMPRA_X86_PACK inline void transpose8(__m256i v[8]) {
   for (int i = 0; i < 4; ++i) {
     v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
     v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
+  }
+}
+
+// ---- Blocks of 32: Q8_0, Q4_0, IQ4_NL, and the super-block formats IQ4_XS and TQ2_0 ----
+
+enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs, tq2_0 };
+
+template <Weights W>
+using Block = std::conditional_t<
+    W == Weights::q8_0, quant::BlockQ8_0,
+    std::conditional_t<W == Weights::q4_0, quant::BlockQ4_0,
+                       std::conditional_t<W == Weights::iq4_nl, quant::BlockIQ4_NL,
+                                          std::conditional_t<W == Weights::iq4_xs, quant::BlockIQ4_XS, quant::BlockTQ2_0>>>>;
+
+// The super-block formats (partner Q8_K), read as eight blocks of 32: IQ4_XS's sub-blocks, each
+// with its own scale; TQ2_0's block s = 4 g + p, elements 32 s .. 32 s + 31 (bit pair p of its
+// 32-byte group g).
+template <Weights W>
+constexpr bool kSuper = W == Weights::iq4_xs || W == Weights::tq2_0;
+
+// The activations' format.
+template <Weights W>
+using Partner = std::conditional_t<kSuper<W>, quant::BlockQ8_K, quant::BlockQ8_0>;
+
+// Blocks of 32 per weight block.
+template <Weights W>
+constexpr int kSubBlocks = kSuper<W> ? quant::kSuperBlock / quant::kBlock32 : 1;
+
+// Blocks of 32 whose integer sums add up before one float step: TQ2_0's whole super-block has one.
+template <Weights W>
+constexpr int kSumBlocks = W == Weights::tq2_0 ? kSubBlocks<W> : 1;
+
+// Where block b of 32 (counted along the row) has its activation bytes in a row of the partner.
+template <Weights W>
+inline size_t a_block_offset(int64_t b) {
+  if constexpr (kSuper<W>)
+    return size_t(b) / kSubBlocks<W> * sizeof(quant::BlockQ8_K) + offsetof(quant::BlockQ8_K, qs) +
+           size_t(b) % kSubBlocks<W> * quant::kBlock32;
+  else
+    return size_t(b) * sizeof(quant::BlockQ8_0) + offsetof(quant::BlockQ8_0, qs);
+}
+
+// Block of 32 number s of a weight block, one byte per element in element order: Q4_0's and
+// TQ2_0's codes (value code - 8, code - 1); Q8_0's and IQ4's values (the grid looked up), or with
+// kUnsigned those values + 128 as unsigned bytes (vpdpbusd's operand).
+template <Weights W, bool kUnsigned>
+TEMPRA_X86_PACK inline __m256i block_codes(const Block<W>& x, int s) {
+  if constexpr (W == Weights::q8_0) {
+    const __m256i values = load256(x.qs);
+    return kUnsigned ? _mm256_xor_si256(values, _mm256_set1_epi8(static_cast<char>(0x80))) : values;
+  } else if constexpr (W == Weights::q4_0) {
+    return nibbles(x.qs);
+  } else if constexpr (W == Weights::tq2_0) {
+    return _mm256_and_si256(_mm256_srli_epi16(load256(x.qs + 32 * (s / 4)), 2 * (s % 4)), _mm256_set1_epi8(3));
+  } else {
+    const __m256i table = _mm256_broadcastsi128_si256(iq4_values_128(kUnsigned));
+    return _mm256_shuffle_epi8(table, nibbles(x.qs + quant::kBlock32 / 2 * s));
   }
 }
 
