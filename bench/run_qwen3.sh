@@ -138,20 +138,19 @@ for w in $WHAT; do
       for t in $TYPES; do
         path=$(model "$t")
         for threads in $THREADS; do
+          # Runs of PROMPTS:GEN:DEPTHS, each list comma-separated: one from PROMPTS, else one per cell.
+          runs=""
           if [ -n "${PROMPTS:-}" ]; then
-            echo "## native: $t, threads $threads, pp$PROMPTS, tg${GEN:-128} @ d${DEPTHS:-0}; load: $(uptime | sed 's/.*load/load/')"
-            for engine in "$TEMPRA bench" "$llama_bench"; do
-              native_rows "$engine" '^\| (model|.*pp)' -m "$path" -t "$threads" -r "$REPS" -p "$PROMPTS" -n 0
-              native_rows "$engine" '^\| .*tg' -m "$path" -t "$threads" -r "$REPS" -p 0 -n "${GEN:-128}" -d "${DEPTHS:-0}"
-            done
-            continue
+            runs="$PROMPTS:${GEN:-128}:${DEPTHS:-0}"
+          else
+            for cell in $CELLS; do runs="$runs ${cell%:*}:${cell#*:}:${cell%:*}"; done
           fi
-          for cell in $CELLS; do
-            prompt=${cell%:*} gen=${cell#*:}
-            echo "## native: $t, threads $threads, pp$prompt, tg$gen @ d$prompt; load: $(uptime | sed 's/.*load/load/')"
+          for run in $runs; do
+            IFS=: read -r prompts gen depths <<< "$run"
+            echo "## native: $t, threads $threads, pp$prompts, tg$gen @ d$depths; load: $(uptime | sed 's/.*load/load/')"
             for engine in "$TEMPRA bench" "$llama_bench"; do
-              native_rows "$engine" '^\| (model|.*pp)' -m "$path" -t "$threads" -r "$REPS" -p "$prompt" -n 0
-              native_rows "$engine" '^\| .*tg' -m "$path" -t "$threads" -r "$REPS" -p 0 -n "$gen" -d "$prompt"
+              native_rows "$engine" '^\| (model|.*pp)' -m "$path" -t "$threads" -r "$REPS" -p "$prompts" -n 0
+              native_rows "$engine" '^\| .*tg' -m "$path" -t "$threads" -r "$REPS" -p 0 -n "$gen" -d "$depths"
             done
           done
         done

@@ -88,9 +88,10 @@ struct HotFormatDots {
 std::vector<QuantDot> hot_format_dots(const HotFormatDots& dots);
 
 // The arms this build has and this CPU runs, best first: x86-64 "avx512vnni" (checked by
-// CPUID; built unless TEMPRA_QUANT_AVX512=OFF, as in the avx2 preset), then "avx2" (CPUID); aarch64 "neon" (always; sdot when compiled with dotprod). Each
-// covers Q8_0, Q4_0, Q4_K, Q5_K, Q6_K and TQ2_0. Empty in builds without native arms
-// (TEMPRA_BACKENDS=scalar, other architectures).
+// CPUID; built unless TEMPRA_QUANT_AVX512=OFF, as in the avx2 preset), then "avx2" (CPUID);
+// aarch64 "neon" (always; sdot when compiled with dotprod). Each covers Q8_0, Q4_0, Q4_K, Q5_K,
+// Q6_K, TQ2_0, IQ4_NL and IQ4_XS (the x86 arms with integer GEMMs and decode GEMVs for all
+// eight). Empty in builds without native arms (TEMPRA_BACKENDS=scalar, other architectures).
 std::span<const QuantDotArm> quant_dot_arms();
 
 }  // namespace native

@@ -338,8 +338,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 // sixteen rows as one vector. The next group's rows are prefetched as these are read
 // (prefetch.h says why). The K-quants' GEMVs are quant_dot_avx2.cpp's, for both x86 arms.
 
-// The int32 sums of the 8 lanes of each half of v[0..7] (half 0: rows 0..7, half 1: rows 8..15),
-// as one vector in row order.
+// The int32 sums of v[0..7]'s lanes by row, as one vector in row order: 128-bit lanes 0, 1 of
+// v[r] hold row r and 2, 3 row r + 8; with kInterleaved, lanes 0, 2 row r and 1, 3 row r + 8.
+template <bool kInterleaved = false>
 TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   __m512i pairs[4];
   for (int i = 0; i < 4; ++i)
@@ -350,11 +351,41 @@ TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
   for (int h = 0; h < 2; ++h)
     quads[h] = _mm512_add_epi32(_mm512_unpacklo_epi64(pairs[2 * h], pairs[2 * h + 1]),
                                 _mm512_unpackhi_epi64(pairs[2 * h], pairs[2 * h + 1]));
-  // Lanes (0 + 1) and (2 + 3) of each: rows 0..3, 8..11 from quads[0]; 4..7, 12..15 from quads[1].
-  const __m512i even = _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);  // q0 l0, q0 l2, q1 l0, q1 l2
-  const __m512i odd = _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD);   // q0 l1, q0 l3, q1 l1, q1 l3
-  const __m512i sums = _mm512_add_epi32(even, odd);                     // rows 0..3, 8..11, 4..7, 12..15
+  // Lanes (0 + 1) and (2 + 3) of each (interleaved: (0 + 2) and (1 + 3)): rows 0..3, 8..11 from
+  // quads[0]; 4..7, 12..15 from quads[1].
+  const __m512i first = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0x44)   // q0 l0, q0 l1, q1 l0, q1 l1
+                                     : _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);  // q0 l0, q0 l2, q1 l0, q1 l2
+  const __m512i second = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0xEE)  // q0 l2, q0 l3, q1 l2, q1 l3
+                                      : _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD); // q0 l1, q0 l3, q1 l1, q1 l3
+  const __m512i sums = _mm512_add_epi32(first, second);  // rows 0..3, 8..11, 4..7, 12..15
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
+}
+
+// The 4-bit formats, whose blocks of 32 are 16 bytes of nibbles.
+template <Weights W>
+constexpr bool kNibbles = W == Weights::q4_0 || W == Weights::iq4_nl || W == Weights::iq4_xs;
+
+// Rows r and r + 8's codes of one block of 32 (16 bytes of nibbles each, at p and q) for
+// vpdpbusd, 128-bit lanes interleaved: low nibbles of r, of r + 8, high nibbles of r, of r + 8
+// (elements 0..15, 0..15, 16..31, 16..31), looked up + 128 for IQ4. Five instructions for the
+// pair where block_codes takes seven a row: the decode GEMVs were bound by instructions, not
+// memory (docs/BENCHMARK.md, session 23).
+template <Weights W>
+TEMPRA_VNNI inline __m512i nibble_pair(const uint8_t* p, const uint8_t* q) {
+  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), 1);
+  const __m512i codes = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1),
+                                         _mm512_set1_epi8(0x0F));
+  if constexpr (W == Weights::q4_0)
+    return codes;
+  else
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(x86::iq4_values_128(true)), codes);
+}
+
+// The 16-byte offset of block of 32 number s in a 4-bit format's weight block.
+template <Weights W>
+inline const uint8_t* nibbles_of(const Block<W>& x, int s) {
+  return x.qs + kBlock32 / 2 * s;
 }
 
 template <Weights W>
@@ -382,15 +413,24 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
     int32_t block_start = 0;
     for (int s = 0; s < kSubBlocks<W>; ++s) {
       const int64_t block = b * kSubBlocks<W> + s;
-      const __m512i av = _mm512_broadcast_i64x4(x86::load256(a + a_block_offset<W>(block)));
+      // The activations as the codes lie: the block's 32 bytes in both 256-bit halves, or, for
+      // nibble_pair's interleaved lanes, elements 0..15 in lanes 0 and 1, 16..31 in 2 and 3.
+      const __m512i a32 = _mm512_broadcast_i64x4(x86::load256(a + a_block_offset<W>(block)));
+      const __m512i av = kNibbles<W> ? _mm512_shuffle_i64x2(a32, a32, 0x50) : a32;
       if (s % kSumBlocks<W> == 0) {
         for (__m512i& d : dots) d = _mm512_setzero_si512();
         block_start = 0;
       }
       block_start += start[block];
       for (int r = 0; r < 8; ++r) {
-        const __m512i codes =
-            _mm512_inserti64x4(_mm512_castsi256_si512(x86::block_codes<W, true>(row[r][b], s)), x86::block_codes<W, true>(row[r + 8][b], s), 1);
+        __m512i codes;
+        if constexpr (kNibbles<W>)
+          codes = nibble_pair<W>(nibbles_of<W>(row[r][b], s), nibbles_of<W>(row[r + 8][b], s));
+        else {
+          // Named first: clang's _mm512_inserti64x4 is a macro, and a template's comma splits it.
+          const __m256i low = x86::block_codes<W, true>(row[r][b], s), high = x86::block_codes<W, true>(row[r + 8][b], s);
+          codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+        }
         if (s % 2 == 0 && 32 * s < int(sizeof(Block<W>))) {  // every line of the block, once
           prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + 32 * s + ahead);
           prefetch_weights(reinterpret_cast<const char*>(row[r + 8] + b) + 32 * s + ahead);
@@ -398,7 +438,7 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
         dots[r] = _mm512_dpbusd_epi32(dots[r], codes, av);
       }
       if (s % kSumBlocks<W> != kSumBlocks<W> - 1) continue;  // TQ2_0: the super-block's sums go on
-      const __m512i sums = _mm512_add_epi32(row_sums_16(dots), _mm512_set1_epi32(block_start));
+      const __m512i sums = _mm512_add_epi32(row_sums_16<kNibbles<W>>(dots), _mm512_set1_epi32(block_start));
       const __m512 ls = W == Weights::iq4_xs ? iq4_xs_scale(d_bits, low_bits, s) : dw;
       acc = add_block<W>(acc, sums, dw, _mm512_set1_ps(scale[block]), ls);
     }
