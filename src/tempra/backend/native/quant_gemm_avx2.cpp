@@ -259,12 +259,12 @@ TEMPRA_AVX2 void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
     for (int r = 0; r < R; ++r)
       for (int g = 0; g < kGroups; ++g) s[r][g] = b % kSumBlocks<W> == 0 ? block[r][g] : _mm256_add_epi32(s[r][g], block[r][g]);
     if (b % kSumBlocks<W> != kSumBlocks<W> - 1) continue;  // TQ2_0: the super-block's sum goes on
-    __m256 d0 = _mm256_load_ps(g0.blocks[b].scale), d1 = _mm256_load_ps(g1.blocks[b].scale);
-    const __m256 ls0 = d0, ls1 = d1;
-    if constexpr (kSuper<W>) {
-      d0 = _mm256_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes);
-      d1 = _mm256_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes);
-    }
+    // The packed block's scale (IQ4_XS: its ls; TQ2_0 packs none) and the weight's d (the
+    // super-block's, or that same scale).
+    const __m256 ls0 = W == Weights::tq2_0 ? _mm256_setzero_ps() : _mm256_load_ps(g0.blocks[b].scale);
+    const __m256 ls1 = W == Weights::tq2_0 ? _mm256_setzero_ps() : _mm256_load_ps(g1.blocks[b].scale);
+    const __m256 d0 = kSuper<W> ? _mm256_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes) : ls0;
+    const __m256 d1 = kSuper<W> ? _mm256_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes) : ls1;
     for (int r = 0; r < R; ++r) {
       const __m256 da = _mm256_set1_ps(t.scale[(first_row + r) * nb + b]);
       acc[r][0] = add_block<W>(acc[r][0], s[r][0], d0, da, ls0);

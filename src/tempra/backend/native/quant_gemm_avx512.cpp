@@ -157,7 +157,7 @@ TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
       for (int s = 0; s < kSubBlocks<W>; ++s) {
         PackedBlock& p = out[b * kSubBlocks<W> + s];
         _mm512_store_ps(p.scale, iq4_xs_scale(d_bits, low_bits, s));
-        pack_nibbles<W>(offsets, first[b].qs + kBlock32 / 2 * s, p);
+        pack_nibbles<W>(offsets, x86::nibbles_of<W>(first[b], s), p);
       }
     } else {
       PackedBlock& p = out[b];
@@ -228,12 +228,12 @@ TEMPRA_VNNI void micro_tile(const uint8_t* const* a_rows, const RowTables& t, in
       }
     }
     if (b % kSumBlocks<W> != kSumBlocks<W> - 1) continue;  // TQ2_0: the super-block's sum goes on
-    __m512 d0 = _mm512_load_ps(g0.blocks[b].scale), d1 = _mm512_load_ps(g1.blocks[b].scale);
-    __m512 ls0 = d0, ls1 = d1;
-    if constexpr (kSuper<W>) {
-      d0 = _mm512_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes);
-      d1 = _mm512_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes);
-    }
+    // The packed block's scale (IQ4_XS: its ls; TQ2_0 packs none) and the weight's d (the
+    // super-block's, or that same scale).
+    const __m512 ls0 = W == Weights::tq2_0 ? _mm512_setzero_ps() : _mm512_load_ps(g0.blocks[b].scale);
+    const __m512 ls1 = W == Weights::tq2_0 ? _mm512_setzero_ps() : _mm512_load_ps(g1.blocks[b].scale);
+    const __m512 d0 = kSuper<W> ? _mm512_load_ps(g0.super_d + b / kSubBlocks<W> * kLanes) : ls0;
+    const __m512 d1 = kSuper<W> ? _mm512_load_ps(g1.super_d + b / kSubBlocks<W> * kLanes) : ls1;
     for (int r = 0; r < R; ++r) {
       const __m512 da = _mm512_set1_ps(t.scale[(first_row + r) * nb + b]);
       acc[r][0] = add_block<W>(acc[r][0], s[r][0], d0, da, ls0);
@@ -368,8 +368,8 @@ constexpr bool kNibbles = W == Weights::q4_0 || W == Weights::iq4_nl || W == Wei
 // Rows r and r + 8's codes of one block of 32 (16 bytes of nibbles each, at p and q) for
 // vpdpbusd, 128-bit lanes interleaved: low nibbles of r, of r + 8, high nibbles of r, of r + 8
 // (elements 0..15, 0..15, 16..31, 16..31), looked up + 128 for IQ4. Five instructions for the
-// pair where block_codes takes seven a row: the decode GEMVs were bound by instructions, not
-// memory (docs/BENCHMARK.md, session 23).
+// pair (six with the lookup), where block_codes takes five (six) a row and an insert joins the
+// two: the decode GEMVs were bound by instructions, not memory (docs/BENCHMARK.md, session 23).
 template <Weights W>
 TEMPRA_VNNI inline __m512i nibble_pair(const uint8_t* p, const uint8_t* q) {
   const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
@@ -380,12 +380,6 @@ TEMPRA_VNNI inline __m512i nibble_pair(const uint8_t* p, const uint8_t* q) {
     return codes;
   else
     return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(x86::iq4_values_128(true)), codes);
-}
-
-// The 16-byte offset of block of 32 number s in a 4-bit format's weight block.
-template <Weights W>
-inline const uint8_t* nibbles_of(const Block<W>& x, int s) {
-  return x.qs + kBlock32 / 2 * s;
 }
 
 template <Weights W>
@@ -425,7 +419,7 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
       for (int r = 0; r < 8; ++r) {
         __m512i codes;
         if constexpr (kNibbles<W>)
-          codes = nibble_pair<W>(nibbles_of<W>(row[r][b], s), nibbles_of<W>(row[r + 8][b], s));
+          codes = nibble_pair<W>(x86::nibbles_of<W>(row[r][b], s), x86::nibbles_of<W>(row[r + 8][b], s));
         else {
           // Named first: clang's _mm512_inserti64x4 is a macro, and a template's comma splits it.
           const __m256i low = x86::block_codes<W, true>(row[r][b], s), high = x86::block_codes<W, true>(row[r + 8][b], s);

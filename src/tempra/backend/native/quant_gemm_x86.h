@@ -94,6 +94,13 @@ inline size_t a_block_offset(int64_t b) {
     return size_t(b) * sizeof(quant::BlockQ8_0) + offsetof(quant::BlockQ8_0, qs);
 }
 
+// The 16 bytes of nibbles of block of 32 number s in a 4-bit format's weight block (Q4_0,
+// IQ4_NL: s = 0).
+template <Weights W>
+inline const uint8_t* nibbles_of(const Block<W>& x, int s) {
+  return x.qs + quant::kBlock32 / 2 * s;
+}
+
 // Block of 32 number s of a weight block, one byte per element in element order: Q4_0's and
 // TQ2_0's codes (value code - 8, code - 1); Q8_0's and IQ4's values (the grid looked up), or with
 // kUnsigned those values + 128 as unsigned bytes (vpdpbusd's operand).
@@ -103,12 +110,12 @@ TEMPRA_X86_PACK inline __m256i block_codes(const Block<W>& x, int s) {
     const __m256i values = load256(x.qs);
     return kUnsigned ? _mm256_xor_si256(values, _mm256_set1_epi8(static_cast<char>(0x80))) : values;
   } else if constexpr (W == Weights::q4_0) {
-    return nibbles(x.qs);
+    return nibbles(nibbles_of<W>(x, s));
   } else if constexpr (W == Weights::tq2_0) {
     return _mm256_and_si256(_mm256_srli_epi16(load256(x.qs + 32 * (s / 4)), 2 * (s % 4)), _mm256_set1_epi8(3));
   } else {
     const __m256i table = _mm256_broadcastsi128_si256(iq4_values_128(kUnsigned));
-    return _mm256_shuffle_epi8(table, nibbles(x.qs + quant::kBlock32 / 2 * s));
+    return _mm256_shuffle_epi8(table, nibbles(nibbles_of<W>(x, s)));
   }
 }
 
