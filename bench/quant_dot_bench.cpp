@@ -106,11 +106,18 @@ void BM_gemm(benchmark::State& state, const char* format) {
 
 // BM_gemv: the same call at one activation row (decode), on `threads` threads, in weight GB/s:
 // 1024 x 3072 stays in the L2/L3 (the kernel's compute rate), 151936 x 1024 (Qwen3's output
-// head) does not (its memory rate).
+// head) does not (its memory rate). `arm` picks native::quant_dot_arms()[arm] (0: the one
+// tempra runs; on an AVX-512 VNNI machine 1 is the AVX2 arm, side by side).
 void BM_gemv(benchmark::State& state, const char* format) {
   const int64_t n = state.range(0), k = state.range(1);
-  const tempra::QuantDot& dot =
-      *tempra::find_quant_dot(tempra::quant::find_format(format)->dtype, tempra::Backend::native);
+  const auto arms = tempra::native::quant_dot_arms();
+  const tempra::DType weight = tempra::quant::find_format(format)->dtype;
+  const tempra::QuantDot* found = nullptr;
+  if (size_t(state.range(3)) < arms.size())
+    for (const tempra::QuantDot& d : arms[size_t(state.range(3))].dots)
+      if (d.weight == weight) found = &d;
+  if (found == nullptr) return state.SkipWithError("no such arm with this format");
+  const tempra::QuantDot& dot = *found;
   const Rows rows = make_rows(dot, n, k);
   std::vector<float> c(n);
   tempra::ThreadPool pool(int(state.range(2)));
@@ -121,7 +128,7 @@ void BM_gemv(benchmark::State& state, const char* format) {
   state.counters["weight_GB/s"] = benchmark::Counter(double(rows.weights.size()),
                                                      benchmark::Counter::kIsIterationInvariantRate,
                                                      benchmark::Counter::kIs1000);
-  state.SetLabel(std::string(format) + " tempra native gemv");
+  state.SetLabel(std::string(format) + " tempra " + arms[size_t(state.range(3))].name + " gemv");
 }
 
 // BM_gemv_bf16: a bf16 matrix's decode product, as BM_gemv: Kernels::gemm_bf16_products (the
@@ -152,8 +159,8 @@ void BM_gemv_bf16(benchmark::State& state, bool products, bool misaligned) {
 }
 
 void gemv_shapes(benchmark::internal::Benchmark* b) {
-  for (int threads : {1, 2}) b->Args({3072, 1024, threads})->Args({151936, 1024, threads});
-  b->ArgNames({"n", "k", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (int threads : {1, 2}) b->Args({3072, 1024, threads, 0})->Args({151936, 1024, threads, 0});
+  b->ArgNames({"n", "k", "threads", "arm"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 BENCHMARK_CAPTURE(BM_gemv, q8_0, "q8_0")->Apply(gemv_shapes);
@@ -161,8 +168,14 @@ BENCHMARK_CAPTURE(BM_gemv_bf16, products, true, false)->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv_bf16, products_misaligned, true, true)->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv_bf16, widened, false, false)->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q4_0, "q4_0")->Apply(gemv_shapes);
-BENCHMARK_CAPTURE(BM_gemv, q4_k, "q4_k")->Apply(gemv_shapes);
-BENCHMARK_CAPTURE(BM_gemv, q6_k, "q6_k")->Apply(gemv_shapes);
+// The K-quants on every x86 arm (arm 1 skips where there is none).
+void gemv_arm_shapes(benchmark::internal::Benchmark* b) {
+  for (int arm : {0, 1})
+    for (int threads : {1, 2}) b->Args({3072, 1024, threads, arm})->Args({151936, 1024, threads, arm});
+  b->ArgNames({"n", "k", "threads", "arm"})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_gemv, q4_k, "q4_k")->Apply(gemv_arm_shapes);
+BENCHMARK_CAPTURE(BM_gemv, q6_k, "q6_k")->Apply(gemv_arm_shapes);
 
 void gemm_shapes(benchmark::internal::Benchmark* b) {
   b->Args({512, 3072, 1024})->Args({512, 1024, 3072});

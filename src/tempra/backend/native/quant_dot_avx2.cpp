@@ -27,8 +27,7 @@
 //   sign-extended to int16 and vpmaddwd, one exact sum per block of 32.
 //
 // The K-quants' decode GEMVs (gemv_k) reuse the dots' per-super-block lane sums for eight weight
-// rows at once; the VNNI arm lists them too (every AVX-512 VNNI CPU has AVX2, FMA and F16C, and
-// its CPUID check asks for them).
+// rows at once (the VNNI arm has its own, quant_gemv_k_avx512.cpp, with the same float steps).
 //
 // The translation unit may be compiled for a baseline x86-64; these functions opt in to AVX2
 // with a target attribute and are only called after a CPUID check.
@@ -53,7 +52,6 @@ namespace {
 using namespace tempra::quant;
 using x86::hsum;
 using x86::load256;
-using x86::mins_dot_bsums;
 using x86::unpack_scales_mins_k4;
 
 #define TEMPRA_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -131,15 +129,15 @@ TEMPRA_AVX2 inline __m256i spread_pairs(__m128i pairs, int first, int second) {
 
 // Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
 // in its low nibble (s even) or high nibble (s odd); Q5_K adds bit s of qh[l] as the fifth bit.
-// One super-block's eight lane sums (int32 l = lane l) and its mins term.
+// One super-block's eight lane sums (int32 l = lane l) and its mins term (eight int32 to add).
 template <bool kFifthBit, class Block>
-TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
+TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, __m256i& min_terms) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i sixteen = _mm256_set1_epi8(16);
   // Eight int16 each; int32 j of scale_pairs is (scale_2j, scale_2j+1), the (A, B) pair below.
   __m128i scale_pairs, mins;
   unpack_scales_mins_k4(x.scales, scale_pairs, mins);
-  min_sum = mins_dot_bsums(mins, y.bsums);
+  min_terms = x86::mins_terms(x86::each_twice(mins), y.bsums);
   const __m256i scales_both = _mm256_broadcastsi128_si256(scale_pairs);
   __m256i fifth_bits = _mm256_setzero_si256();
   if constexpr (kFifthBit) fifth_bits = load256(x.qh);
@@ -169,8 +167,8 @@ TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, int& 
 // Q6_K: element 128 h + 32 p + l has low bits in ql[64 h + l + 32 (p % 2)] (low nibble for
 // p < 2, high for p >= 2) and high bits (qh[32 h + l] >> 2 p) & 3; code = that - 32, with a
 // signed scale per 16 elements (so 128-bit lane k of plane p's vector has scale 8 h + 2 p + k).
-// One super-block's eight lane sums (int32 l = lane l); min_sum is left alone (Q6_K has none).
-TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, int& /*min_sum*/) {
+// One super-block's eight lane sums (int32 l = lane l); min_terms is left alone (Q6_K has none).
+TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, __m256i& /*min_terms*/) {
   const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
   const __m256i thirty_two = _mm256_set1_epi8(32);
   __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
@@ -203,11 +201,11 @@ TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, in
 
 // The K-quants' super-block lane functions, by weight block type.
 template <class Block>
-TEMPRA_AVX2 inline __m256i k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
+TEMPRA_AVX2 inline __m256i k_lanes(const Block& x, const BlockQ8_K& y, __m256i& min_terms) {
   if constexpr (std::is_same_v<Block, BlockQ6_K>)
-    return q6_k_lanes(x, y, min_sum);
+    return q6_k_lanes(x, y, min_terms);
   else
-    return q45_k_lanes<std::is_same_v<Block, BlockQ5_K>>(x, y, min_sum);
+    return q45_k_lanes<std::is_same_v<Block, BlockQ5_K>>(x, y, min_terms);
 }
 
 template <class Block>
@@ -217,19 +215,19 @@ TEMPRA_AVX2 float dot_k(int64_t n, const void* w, const void* a) {
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     prefetch_ahead<sizeof(x[b])>(x + b);
-    int min_sum = 0;
+    __m256i min_terms = _mm256_setzero_si256();
     alignas(32) int32_t lane_sums[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), k_lanes(x[b], y[b], min_sum));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), k_lanes(x[b], y[b], min_terms));
     acc.add_super_block(to_f32(x[b].d) * y[b].d, lane_sums);
-    if constexpr (!std::is_same_v<Block, BlockQ6_K>) acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(min_sum);
+    if constexpr (!std::is_same_v<Block, BlockQ6_K>)
+      acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(hsum(min_terms));
   }
   return acc.finish();
 }
 
 // A decode step's K-quant products: eight weight rows at a time, each super-block's lane sums of
-// the eight rows transposed so that the dot's float steps (sums[l] += d * lane l, total -= the
-// mins term) run for the eight rows as vectors, in the dot's order, and the total + sums[0] + ...
-// + sums[7] at the end. The next group's rows are prefetched as these are read.
+// the eight rows into quant_gemm_x86.h's float steps. The next group's rows are prefetched as
+// these are read.
 template <class Block>
 TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_K* a,
                              float* c) {
@@ -237,31 +235,23 @@ TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int row
   const Block* row[8];
   for (int r = 0; r < 8; ++r) row[r] = reinterpret_cast<const Block*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
   const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
-  __m256 sums[8], total = _mm256_setzero_ps();
-  for (int l = 0; l < 8; ++l) sums[l] = _mm256_setzero_ps();
+  x86::KRowSums<kMins> sums;
+  sums.clear();
   for (int64_t b = 0; b < nb; ++b) {
     __m256i lanes[8];
-    alignas(32) int32_t min_sums[8] = {};
-    alignas(16) uint16_t d_bits[8], dmin_bits[8];
+    __m256i min_terms[8];
+    uint16_t d_bits[8], dmin_bits[8];
     for (int r = 0; r < 8; ++r) {
       for (size_t offset = 0; offset < sizeof(Block); offset += 64)
         prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
-      lanes[r] = k_lanes(row[r][b], a[b], min_sums[r]);
+      min_terms[r] = _mm256_setzero_si256();
+      lanes[r] = k_lanes(row[r][b], a[b], min_terms[r]);
       d_bits[r] = row[r][b].d.bits;
-      if constexpr (kMins) dmin_bits[r] = row[r][b].dmin.bits;
+      dmin_bits[r] = x86::dmin_bits(row[r][b]);
     }
-    x86::transpose8(lanes);  // lanes[l]: lane l of the eight rows
-    const __m256 da = _mm256_set1_ps(a[b].d);
-    const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d_bits))), da);
-    for (int l = 0; l < 8; ++l) sums[l] = _mm256_add_ps(sums[l], _mm256_mul_ps(d, _mm256_cvtepi32_ps(lanes[l])));
-    if constexpr (kMins) {
-      const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dmin_bits)));
-      const __m256i min_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(min_sums));
-      total = _mm256_sub_ps(total, _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(min_sum)));
-    }
+    sums.add(lanes, min_terms, d_bits, dmin_bits, a[b].d);
   }
-  for (int l = 0; l < 8; ++l) total = _mm256_add_ps(total, sums[l]);
-  _mm256_maskstore_ps(c, x86::first_lanes(rows), total);
+  sums.store(c, rows);
 }
 
 template <class Block>
@@ -358,12 +348,6 @@ void quantize_row_q8_k_avx2(const float* x, void* out, int64_t k);
 // quant_gemm_avx2.cpp: sets the integer GEMMs of the dots above.
 void add_avx2_gemms(HotFormatDots& dots);
 
-void add_avx2_k_gemvs(HotFormatDots& dots) {
-  dots.q4_k_gemv = &gemv_k<BlockQ4_K>;
-  dots.q5_k_gemv = &gemv_k<BlockQ5_K>;
-  dots.q6_k_gemv = &gemv_k<BlockQ6_K>;
-}
-
 // This arm's dots, or none when the CPU lacks AVX2 (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx2() {
   static const bool available = cpu_has_avx2();
@@ -380,7 +364,9 @@ std::span<const QuantDot> quant_dots_avx2() {
                        .q8_0_rows = &quantize_row_q8_0_avx2,
                        .q8_k_rows = &quantize_row_q8_k_avx2};
     add_avx2_gemms(dots);
-    add_avx2_k_gemvs(dots);
+    dots.q4_k_gemv = &gemv_k<BlockQ4_K>;
+    dots.q5_k_gemv = &gemv_k<BlockQ5_K>;
+    dots.q6_k_gemv = &gemv_k<BlockQ6_K>;
     return hot_format_dots(dots);
   }();
   return table;

@@ -327,7 +327,7 @@ TEMPRA_VNNI float dot_tq2_0(int64_t n, const void* w, const void* a) {
 
 bool cpu_has_vnni() {
   __builtin_cpu_init();
-  // AVX2 and FMA too: the K-quant GEMVs are the AVX2 arm's.
+  // AVX2 and FMA too: the x86 helpers this arm inlines (quant_dot_x86.h) are AVX2's.
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
          __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && x86::cpu_has_f16c();
@@ -340,8 +340,8 @@ void quantize_row_q8_0_avx512(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx512(const float* x, void* out, int64_t k);
 // quant_gemm_avx512.cpp: sets the integer GEMMs and the Q8_0/Q4_0 GEMVs of the dots above.
 void add_vnni_gemms(HotFormatDots& dots);
-// quant_dot_avx2.cpp: the K-quants' decode GEMVs (AVX2, which every AVX-512 CPU has).
-void add_avx2_k_gemvs(HotFormatDots& dots);
+// quant_gemv_k_avx512.cpp: the K-quants' decode GEMVs.
+void add_vnni_k_gemvs(HotFormatDots& dots);
 
 // This arm's dots, or none when the CPU lacks AVX-512 VNNI (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx512() {
@@ -359,7 +359,7 @@ std::span<const QuantDot> quant_dots_avx512() {
                        .q8_0_rows = &quantize_row_q8_0_avx512,
                        .q8_k_rows = &quantize_row_q8_k_avx512};
     add_vnni_gemms(dots);
-    add_avx2_k_gemvs(dots);
+    add_vnni_k_gemvs(dots);
     return hot_format_dots(dots);
   }();
   return table;
