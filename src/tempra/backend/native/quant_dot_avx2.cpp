@@ -26,8 +26,7 @@
 // - IQ4_NL, IQ4_XS: grid values -127..113 (vpshufb of the codes) against any int8: as Q8_0,
 //   sign-extended to int16 and vpmaddwd, one exact sum per block of 32.
 //
-// The K-quants' decode GEMVs (gemv_k) reuse the dots' per-super-block lane sums for eight weight
-// rows at once (the VNNI arm has its own, quant_gemv_k_avx512.cpp, with the same float steps).
+// The K-quants' decode GEMVs are quant_gemv_k_avx2.cpp's.
 //
 // The translation unit may be compiled for a baseline x86-64; these functions opt in to AVX2
 // with a target attribute and are only called after a CPUID check.
@@ -38,11 +37,9 @@
 #include <type_traits>
 
 #include "tempra/backend/native/quant_dot_x86.h"
-#include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/backend/scalar/k_quant_lanes.h"
-#include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
 #include "tempra/quant/formats.h"
 
@@ -225,49 +222,6 @@ TEMPRA_AVX2 float dot_k(int64_t n, const void* w, const void* a) {
   return acc.finish();
 }
 
-// A decode step's K-quant products: eight weight rows at a time, each super-block's lane sums of
-// the eight rows into quant_gemm_x86.h's float steps. The next group's rows are prefetched as
-// these are read.
-template <class Block>
-TEMPRA_AVX2 void gemv_k_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_K* a,
-                             float* c) {
-  constexpr bool kMins = !std::is_same_v<Block, BlockQ6_K>;
-  const Block* row[8];
-  for (int r = 0; r < 8; ++r) row[r] = reinterpret_cast<const Block*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
-  const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
-  x86::KRowSums<kMins> sums;
-  sums.clear();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i lanes[8];
-    __m256i min_terms[8];
-    uint16_t d_bits[8], dmin_bits[8];
-    for (int r = 0; r < 8; ++r) {
-      for (size_t offset = 0; offset < sizeof(Block); offset += 64)
-        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
-      min_terms[r] = _mm256_setzero_si256();
-      lanes[r] = k_lanes(row[r][b], a[b], min_terms[r]);
-      d_bits[r] = row[r][b].d.bits;
-      dmin_bits[r] = x86::dmin_bits(row[r][b]);
-    }
-    sums.add(lanes, min_terms, d_bits, dmin_bits, a[b].d);
-  }
-  sums.store(c, rows);
-}
-
-template <class Block>
-void gemv_k(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  const int64_t nb = k / kSuperBlock;
-  const size_t w_row = size_t(nb) * sizeof(Block);
-  const auto* rows = static_cast<const BlockQ8_K*>(a);
-  const auto* wp = static_cast<const uint8_t*>(w);
-  pool.parallel_for((n + 7) / 8, 8, [&](int64_t first, int64_t last) {
-    for (int64_t g = first; g < last; ++g) {
-      const int rows_here = int(std::min<int64_t>(8, n - 8 * g));
-      for (int64_t i = 0; i < m; ++i) gemv_k_rows<Block>(wp, w_row, 8 * g, rows_here, nb, rows + i * nb, c + i * ldc + 8 * g);
-    }
-  });
-}
-
 // ---- IQ4_NL, IQ4_XS ----
 
 // One block of 32 IQ4 codes against 32 activations, exact for any activation bytes: the grid
@@ -347,6 +301,8 @@ void quantize_row_q8_0_avx2(const float* x, void* out, int64_t k);
 void quantize_row_q8_k_avx2(const float* x, void* out, int64_t k);
 // quant_gemm_avx2.cpp: sets the integer GEMMs of the dots above.
 void add_avx2_gemms(HotFormatDots& dots);
+// quant_gemv_k_avx2.cpp: the K-quants' decode GEMVs.
+void add_avx2_k_gemvs(HotFormatDots& dots);
 
 // This arm's dots, or none when the CPU lacks AVX2 (scalar/quant_dot.cpp lists the arms).
 std::span<const QuantDot> quant_dots_avx2() {
@@ -364,9 +320,7 @@ std::span<const QuantDot> quant_dots_avx2() {
                        .q8_0_rows = &quantize_row_q8_0_avx2,
                        .q8_k_rows = &quantize_row_q8_k_avx2};
     add_avx2_gemms(dots);
-    dots.q4_k_gemv = &gemv_k<BlockQ4_K>;
-    dots.q5_k_gemv = &gemv_k<BlockQ5_K>;
-    dots.q6_k_gemv = &gemv_k<BlockQ6_K>;
+    add_avx2_k_gemvs(dots);
     return hot_format_dots(dots);
   }();
   return table;

@@ -34,6 +34,12 @@ TEMPRA_X86_AVX2_HELPER __m128i lane_pairs_order_128() {
   return _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
 }
 
+// The pshufb order of a 4 x 4 byte transpose (dword i, byte j <- dword j, byte i): with a dword
+// permute, the K-quant GEMVs' quad order (quant_gemm_x86.h's quad_order).
+TEMPRA_X86_AVX2_HELPER __m128i quad_transpose_128() {
+  return _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
 // Q4_K/Q5_K's packed 6-bit scales and mins (detail::unpack_scales_mins_k4's unpacking) four
 // bytes at a time, straight into registers (eight int16 each): building them in memory with
 // scalar stores and loading them as a vector stalled store forwarding (~3x slower Q4_K arm).

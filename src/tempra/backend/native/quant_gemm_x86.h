@@ -171,6 +171,16 @@ TEMPRA_X86_PACK inline __m256i signed_codes(const KBlock<W>& x, int t) {
   }
 }
 
+// 32 bytes (elements e0 .. e31) in "quad order": dword l = e_l, e_l+8, e_l+16, e_l+24, the four
+// elements of lane l, for the K-quant decode GEMVs (quant_gemv_k_avx2.cpp; the VNNI arm's
+// quant_gemv_k_avx512.cpp does the same to each half of a zmm). Dwords 0, 2, 4, 6 (elements
+// 0-3, 8-11, 16-19, 24-27: lanes 0..3) gather in the low 128-bit lane and 1, 3, 5, 7 in the high
+// one; then each lane is a 4 x 4 byte transpose.
+TEMPRA_X86_PACK inline __m256i quad_order(__m256i v) {
+  const __m256i dwords = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+  return _mm256_shuffle_epi8(dwords, _mm256_broadcastsi128_si256(quad_transpose_128()));
+}
+
 // A K-quant block's dmin as f16 bits (Q4_K, Q5_K), or 0 (Q6_K has none).
 template <class Block>
 inline uint16_t dmin_bits(const Block& x) {

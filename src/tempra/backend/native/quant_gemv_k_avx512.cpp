@@ -46,12 +46,10 @@ using x86::KWeights;
 // Vectors of 64 codes per super-block.
 constexpr int kVectors = kSuperBlock / 64;
 
-// Each 32 bytes of v (elements e0 .. e31) in quad order: dword l = e_l, e_l+8, e_l+16, e_l+24.
-// Dwords 0, 2, 4, 6 (elements 0-3, 8-11, 16-19, 24-27: lanes 0..3) gather in one 128-bit lane
-// and 1, 3, 5, 7 in the next; then each 128-bit lane is a 4 x 4 byte transpose.
+// Each 32 bytes of v in quad order (quant_gemm_x86.h's quad_order, on both halves at once).
 TEMPRA_VNNI inline __m512i quad_order(__m512i v) {
   const __m512i dwords = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15), v);
-  return _mm512_shuffle_epi8(dwords, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)));
+  return _mm512_shuffle_epi8(dwords, _mm512_broadcast_i32x4(x86::quad_transpose_128()));
 }
 
 // The sub-blocks of 32 in code vector v's two halves, as k_lanes decodes them: Q4_K and Q5_K
