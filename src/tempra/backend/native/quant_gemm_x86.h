@@ -232,6 +232,32 @@ struct KRowSums {
   }
 };
 
+// The K-quant decode GEMV around an arm's kernels (quant_gemv_k_avx2.cpp, _avx512.cpp), which
+// carry its target attribute: each activation row put in the weights' order once, `vectors`
+// Vectors per super-block, by order(row, nb, out) on the calling thread's scratch (slot 0, read
+// by every task); then tasks of eight weight rows, rows(w, w_row, j0, count, nb, activation row,
+// its ordered vectors, c) for each activation row. (The eight rows' loop itself is each arm's:
+// it must carry the arm's target to inline the arm's lane sums.)
+template <KWeights W, class Vector, class Order, class Rows>
+void k_gemv_tasks(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
+                  ThreadPool& pool, int vectors, Order order, Rows rows_of) {
+  const int64_t nb = k / quant::kSuperBlock;
+  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
+  const auto* rows = static_cast<const quant::BlockQ8_K*>(a);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const int64_t row_vectors = nb * vectors;
+  auto* ordered =
+      reinterpret_cast<Vector*>(thread_scratch(0).floats(size_t(m * row_vectors) * sizeof(Vector) / sizeof(float)));
+  for (int64_t i = 0; i < m; ++i) order(rows + i * nb, nb, ordered + i * row_vectors);
+  pool.parallel_for((n + 7) / 8, 8, [&](int64_t first, int64_t last) {
+    for (int64_t g = first; g < last; ++g) {
+      const int count = int(std::min<int64_t>(8, n - 8 * g));
+      for (int64_t i = 0; i < m; ++i)
+        rows_of(wp, w_row, 8 * g, count, nb, rows + i * nb, ordered + i * row_vectors, c + i * ldc + 8 * g);
+    }
+  });
+}
+
 // Packs lanes lane0 .. lane0 + 7 of a group whose lane c holds column j0 + min(c, cols - 1) (so
 // lanes past the real columns repeat the last), every super-block: each column's scale pairs
 // (int32 t: sub-block t's two int16 scales; Q4_K/Q5_K: s_t twice, Q6_K: its two scales of 16)

@@ -20,7 +20,6 @@
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_dot_x86.h"
 #include "tempra/backend/native/quant_gemm_x86.h"
-#include "tempra/backend/native/scratch.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/thread_pool.h"
 #include "tempra/quant/blocks.h"
@@ -140,20 +139,7 @@ TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
 
 template <KWeights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  const int64_t nb = k / kSuperBlock;
-  const size_t w_row = size_t(nb) * sizeof(KBlock<W>);
-  const auto* rows = static_cast<const BlockQ8_K*>(a);
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const int64_t row_vectors = nb * kActivationVectors<W>;
-  auto* ordered = reinterpret_cast<__m256i*>(thread_scratch(0).floats(size_t(m * row_vectors) * 8));
-  for (int64_t i = 0; i < m; ++i) order_activations<W>(rows + i * nb, nb, ordered + i * row_vectors);
-  pool.parallel_for((n + 7) / 8, 8, [&](int64_t first, int64_t last) {
-    for (int64_t g = first; g < last; ++g) {
-      const int rows_here = int(std::min<int64_t>(8, n - 8 * g));
-      for (int64_t i = 0; i < m; ++i)
-        gemv_rows<W>(wp, w_row, 8 * g, rows_here, nb, rows + i * nb, ordered + i * row_vectors, c + i * ldc + 8 * g);
-    }
-  });
+  x86::k_gemv_tasks<W, __m256i>(m, n, k, a, w, c, ldc, pool, kActivationVectors<W>, &order_activations<W>, &gemv_rows<W>);
 }
 
 }  // namespace
