@@ -49,6 +49,7 @@ namespace {
 using namespace tempra::quant;
 using x86::hsum;
 using x86::load256;
+using x86::mins_dot_bsums;
 using x86::unpack_scales_mins_k4;
 
 #define TEMPRA_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -126,15 +127,15 @@ TEMPRA_AVX2 inline __m256i spread_pairs(__m128i pairs, int first, int second) {
 
 // Q4_K and Q5_K: sub-block s is 32 elements with scale s; qs[32 (s / 2) + l] holds element l
 // in its low nibble (s even) or high nibble (s odd); Q5_K adds bit s of qh[l] as the fifth bit.
-// One super-block's eight lane sums (int32 l = lane l) and its mins term (eight int32 to add).
+// One super-block's eight lane sums (int32 l = lane l) and its mins term.
 template <bool kFifthBit, class Block>
-TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, __m256i& min_terms) {
+TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i sixteen = _mm256_set1_epi8(16);
   // Eight int16 each; int32 j of scale_pairs is (scale_2j, scale_2j+1), the (A, B) pair below.
   __m128i scale_pairs, mins;
   unpack_scales_mins_k4(x.scales, scale_pairs, mins);
-  min_terms = x86::mins_terms(x86::each_twice(mins), y.bsums);
+  min_sum = mins_dot_bsums(mins, y.bsums);
   const __m256i scales_both = _mm256_broadcastsi128_si256(scale_pairs);
   __m256i fifth_bits = _mm256_setzero_si256();
   if constexpr (kFifthBit) fifth_bits = load256(x.qh);
@@ -164,8 +165,8 @@ TEMPRA_AVX2 inline __m256i q45_k_lanes(const Block& x, const BlockQ8_K& y, __m25
 // Q6_K: element 128 h + 32 p + l has low bits in ql[64 h + l + 32 (p % 2)] (low nibble for
 // p < 2, high for p >= 2) and high bits (qh[32 h + l] >> 2 p) & 3; code = that - 32, with a
 // signed scale per 16 elements (so 128-bit lane k of plane p's vector has scale 8 h + 2 p + k).
-// One super-block's eight lane sums (int32 l = lane l); min_terms is left alone (Q6_K has none).
-TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, __m256i& /*min_terms*/) {
+// One super-block's eight lane sums (int32 l = lane l); min_sum is left alone (Q6_K has none).
+TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, int& /*min_sum*/) {
   const __m256i nibble = _mm256_set1_epi8(0x0F), two_bits = _mm256_set1_epi8(0x03);
   const __m256i thirty_two = _mm256_set1_epi8(32);
   __m256i lanes_low = _mm256_setzero_si256(), lanes_high = _mm256_setzero_si256();
@@ -198,11 +199,11 @@ TEMPRA_AVX2 inline __m256i q6_k_lanes(const BlockQ6_K& x, const BlockQ8_K& y, __
 
 // The K-quants' super-block lane functions, by weight block type.
 template <class Block>
-TEMPRA_AVX2 inline __m256i k_lanes(const Block& x, const BlockQ8_K& y, __m256i& min_terms) {
+TEMPRA_AVX2 inline __m256i k_lanes(const Block& x, const BlockQ8_K& y, int& min_sum) {
   if constexpr (std::is_same_v<Block, BlockQ6_K>)
-    return q6_k_lanes(x, y, min_terms);
+    return q6_k_lanes(x, y, min_sum);
   else
-    return q45_k_lanes<std::is_same_v<Block, BlockQ5_K>>(x, y, min_terms);
+    return q45_k_lanes<std::is_same_v<Block, BlockQ5_K>>(x, y, min_sum);
 }
 
 template <class Block>
@@ -212,12 +213,11 @@ TEMPRA_AVX2 float dot_k(int64_t n, const void* w, const void* a) {
   detail::KQuantLaneSums acc;  // the scalar arm's float accumulation
   for (int64_t b = 0; b < n / kSuperBlock; ++b) {
     prefetch_ahead<sizeof(x[b])>(x + b);
-    __m256i min_terms = _mm256_setzero_si256();
+    int min_sum = 0;
     alignas(32) int32_t lane_sums[8];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), k_lanes(x[b], y[b], min_terms));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_sums), k_lanes(x[b], y[b], min_sum));
     acc.add_super_block(to_f32(x[b].d) * y[b].d, lane_sums);
-    if constexpr (!std::is_same_v<Block, BlockQ6_K>)
-      acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(hsum(min_terms));
+    if constexpr (!std::is_same_v<Block, BlockQ6_K>) acc.total -= to_f32(x[b].dmin) * y[b].d * static_cast<float>(min_sum);
   }
   return acc.finish();
 }

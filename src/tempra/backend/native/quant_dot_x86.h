@@ -55,10 +55,9 @@ TEMPRA_X86_AVX2_HELPER void unpack_scales_mins_k4(const uint8_t* q, __m128i& sca
   mins = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<int64_t>(mins_low | uint64_t{mins_high} << 32)));
 }
 
-// The same unpacking in vector registers, as the int32 pairs (s_t, s_t) and (min_t, min_t), t =
-// 0..7 (each_twice of the above): for the decode GEMVs, where unpack_scales_mins_k4's integer
-// steps were a fifth of the work. Reads 16 bytes at q (the 12 bytes of scales and 4 after them:
-// in a Q4_K/Q5_K block, its codes).
+// The same unpacking in vector registers alone, straight to the int32 pairs (s_t, s_t) and
+// (min_t, min_t), t = 0..7 (each_twice of the above), which the decode GEMVs scale by. Reads 16
+// bytes at q (the 12 bytes of scales and 4 after them: in a Q4_K/Q5_K block, its codes).
 TEMPRA_X86_AVX2_HELPER void scale_min_pairs_k4(const uint8_t* q, __m256i& scale_pairs, __m256i& min_pairs) {
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
   // Bytes s0..s3, s4..s7, m0..m7's low bits (q0..3, q8..11, q4..7, q8..11 >> 4) and the top two

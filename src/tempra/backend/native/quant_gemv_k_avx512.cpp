@@ -3,10 +3,10 @@
 //
 // Each output is exactly the scalar dot's float: per super-block the eight integer lane sums
 // (lane = element index mod 8, scalar/k_quant_lanes.h), then the float steps of
-// quant_gemm_x86.h's KRowSums, eight weight rows at a time, as the AVX2 arm's gemv_k takes them.
-// Only the way to the integer sums differs, in fewer instructions: a decode step reads each
-// weight once, and one thread was bound by the instructions that unpack it, not by memory
-// (docs/BENCHMARK.md, session 26).
+// quant_gemm_x86.h's KRowSums, eight weight rows at a time (quant_gemv_k_avx2.cpp is the same on
+// 256-bit vectors). The integer sums take fewer instructions than the dots' way to them: a
+// decode step reads each weight once, and one thread was bound by the instructions that unpack
+// it, not by memory (docs/BENCHMARK.md, session 26).
 //
 // The codes are taken in "quad order": in every 32 bytes of packed codes, a dword permute and a
 // byte shuffle (quad_order, before the nibbles are split) put elements l, l + 8, l + 16 and
