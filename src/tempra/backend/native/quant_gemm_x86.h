@@ -181,6 +181,21 @@ TEMPRA_X86_PACK inline __m256i quad_order(__m256i v) {
   return _mm256_shuffle_epi8(dwords, _mm256_broadcastsi128_si256(quad_transpose_128()));
 }
 
+// A super-block's scale pairs for the decode GEMVs, int32 t = sub-block t's (Q4_K/Q5_K: (s_t,
+// s_t); Q6_K: its two scales of 16), and (Q4_K, Q5_K) its mins term against the activation
+// block's sums as eight int32 to add, into min_terms.
+template <KWeights W>
+TEMPRA_X86_PACK inline __m256i scale_pairs_k(const KBlock<W>& x, const int16_t* bsums, __m256i& min_terms) {
+  if constexpr (W == KWeights::q6_k) {
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
+  } else {
+    __m256i pairs, min_pairs;
+    scale_min_pairs_k4(x.scales, pairs, min_pairs);
+    min_terms = mins_terms(min_pairs, bsums);
+    return pairs;
+  }
+}
+
 // A K-quant block's dmin as f16 bits (Q4_K, Q5_K), or 0 (Q6_K has none).
 template <class Block>
 inline uint16_t dmin_bits(const Block& x) {

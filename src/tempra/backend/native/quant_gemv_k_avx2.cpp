@@ -64,14 +64,7 @@ TEMPRA_AVX2 inline __m256i bits_to_4_5(__m256i v, int bit) {
 // Q4_K/Q5_K's mins term as eight int32 to add into min_terms.
 template <KWeights W>
 TEMPRA_AVX2 inline __m256i k_lanes(const KBlock<W>& x, const __m256i* a, const int16_t* bsums, __m256i& min_terms) {
-  __m256i pairs;  // dword t: sub-block t's scale pair
-  if constexpr (W == KWeights::q6_k) {
-    pairs = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.scales)));
-  } else {
-    __m256i min_pairs;
-    x86::scale_min_pairs_k4(x.scales, pairs, min_pairs);
-    min_terms = x86::mins_terms(min_pairs, bsums);
-  }
+  const __m256i pairs = x86::scale_pairs_k<W>(x, bsums, min_terms);  // dword t: sub-block t's pair
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256i codes[kSubBlocks];
   if constexpr (W == KWeights::q6_k) {
