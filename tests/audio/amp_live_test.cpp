@@ -3,7 +3,8 @@
 // JACK's dummy driver (Debian's jackd2: jackd -d dummy) calls its clients back at real periods
 // with no sound card. A server of its own (a unique JACK_DEFAULT_SERVER name) runs at 48 kHz
 // with 64-sample periods, the issue's case; tempra plays the stock standard WaveNet through it
-// for 5 s, and no buffer may be missed: no callback past its 1.33 ms deadline and no xrun. These
+// for 5 s, and no buffer may be missed: no callback past its 1.33 ms deadline, and no more
+// xruns than the host's own jitter makes the dummy driver report (the test says why). These
 // tests run alone (RUN_SERIAL), as a guitarist's machine would run its amp. Without a server,
 // --live says so and exits with status 1 at once.
 #include <gtest/gtest.h>
@@ -84,11 +85,18 @@ TEST(AmpLive, the_standard_wavenet_misses_no_buffer_at_64_sample_periods) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("JACK at 48000 Hz, 64-sample buffers"), std::string::npos);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.output, m, std::regex(R"(live summary: [0-9.]+ s, ([0-9]+) buffers)")));
+  ASSERT_TRUE(std::regex_search(run.output, m,
+                                std::regex(R"(live summary: [0-9.]+ s, ([0-9]+) buffers.* late ([0-9]+), xruns ([0-9]+))")));
   // 5 s at 750 periods a second, less the start: the callback really ran at the driver's pace.
   EXPECT_GE(std::stoll(m[1]), 3500);
   EXPECT_LE(std::stoll(m[1]), 4000);
-  EXPECT_NE(run.output.find("missed buffers: 0\n"), std::string::npos) << run.output;
+  // No callback of tempra's ran past its deadline: the buffers tempra itself could miss.
+  EXPECT_EQ(std::stoll(m[2]), 0) << run.output;
+  // JACK's xruns also count the dummy driver's own late wake-ups, which the host causes: on a
+  // 2-vCPU AMD EPYC Zen 5 guest (2026-12-07) a quiet machine saw 0-3 in 5 s, 3 runs of 4 with
+  // at least one, while every callback took under 150 us of its 1333. A handful is the host;
+  // a model that misses its buffers misses hundreds (and is late, above).
+  EXPECT_LE(std::stoll(m[3]), 8) << run.output;
 }
 
 TEST(AmpLive, a_profile_of_another_rate_is_refused) {
