@@ -9,7 +9,9 @@
 // 16384 x 8192 does not (memory-bound).
 //
 // BM_gemm: tempra's quant_dot_gemm alone on one thread at a prefill shape (512 activation rows
-// against Qwen3-0.6B's 1024 -> 3072 and 3072 -> 1024 weights), in multiply-adds per second; the
+// against Qwen3-0.6B's 1024 -> 3072 and 3072 -> 1024 weights; 32 rows, a short prompt, where
+// packing the weights weighs most, against the first one and against 65536 x 1024 weights that
+// do not fit the L3, as a model's do not), in multiply-adds per second; the
 // arm is the first native one this build and CPU have (the avx2 preset's build runs the AVX2
 // GEMMs on any x86 machine).
 #include <benchmark/benchmark.h>
@@ -33,6 +35,7 @@ void ggml_vec_dot_q4_K_q8_K(int, float*, size_t, const void*, size_t, const void
 void ggml_vec_dot_q5_K_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_vec_dot_q6_K_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_vec_dot_tq2_0_q8_K(int, float*, size_t, const void*, size_t, const void*, size_t, int);
+void ggml_vec_dot_f16(int, float*, size_t, const void*, size_t, const void*, size_t, int);
 void ggml_cpu_init(void);
 }
 
@@ -131,31 +134,46 @@ void BM_gemv(benchmark::State& state, const char* format) {
   state.SetLabel(std::string(format) + " tempra " + arms[size_t(state.range(3))].name + " gemv");
 }
 
-// BM_gemv_bf16: a bf16 matrix's decode product, as BM_gemv: Kernels::gemm_bf16_products (the
-// activation rounded to bf16: standard numerics) or gemm_bf16_weights (f32 activation: exact),
-// both through the f32 dots on weights widened in registers (native/bf16_gemm_avx512.cpp says
-// why). The weights start 32 bytes past a 64-byte boundary when `misaligned` (GGUF aligns
-// tensor data to 32 bytes only).
-void BM_gemv_bf16(benchmark::State& state, bool products, bool misaligned) {
+// BM_gemv_half: a 16-bit float matrix's decode product, as BM_gemv. bf16: Kernels::
+// gemm_bf16_products (the activation rounded to bf16: standard numerics) or gemm_bf16_weights
+// (f32 activation: exact), both through the f32 dots on weights widened in registers
+// (native/bf16_gemm_avx512.cpp says why); f16: gemm_f16_weights, the same dots. The weights
+// start 32 bytes past a 64-byte boundary when `misaligned` (GGUF aligns tensor data to 32 bytes
+// only).
+enum class Half { bf16_products, bf16_widened, f16, ggml_f16 };
+void BM_gemv_half(benchmark::State& state, Half half, bool misaligned) {
   const int64_t n = state.range(0), k = state.range(1);
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> a(k), c(n);
   for (float& x : a) x = dist(rng);
-  std::vector<tempra::bf16_t> storage(size_t(n * k) + 64);
-  auto* base = reinterpret_cast<tempra::bf16_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
-  tempra::bf16_t* w = base + (misaligned ? 16 : 0);
-  for (int64_t i = 0; i < n * k; ++i) w[i] = tempra::to_bf16(dist(rng));
+  std::vector<uint16_t> storage(size_t(n * k) + 64);
+  auto* base = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) / 64 * 64);
+  uint16_t* bits = base + (misaligned ? 16 : 0);
+  auto* w_bf16 = reinterpret_cast<tempra::bf16_t*>(bits);
+  auto* w_f16 = reinterpret_cast<tempra::f16_t*>(bits);
+  for (int64_t i = 0; i < n * k; ++i)
+    if (half == Half::f16 || half == Half::ggml_f16) w_f16[i] = tempra::to_f16(dist(rng));
+    else w_bf16[i] = tempra::to_bf16(dist(rng));
   const tempra::Kernels& kernels = tempra::kernels_for(tempra::Backend::native);
+  std::vector<tempra::f16_t> a_f16(k);
+  for (int64_t p = 0; p < k; ++p) a_f16[p] = tempra::to_f16(a[p]);
+  if (half == Half::ggml_f16 && state.range(2) != 1) return state.SkipWithError("ggml's dot runs on one thread here");
+  static const bool initialized = (ggml_cpu_init(), true);
+  (void)initialized;
   tempra::ThreadPool pool(int(state.range(2)));
   for (auto _ : state) {
-    if (products) kernels.gemm_bf16_products(1, n, k, a.data(), k, w, k, c.data(), n, pool);
-    else kernels.gemm_bf16_weights(1, n, k, a.data(), k, w, k, c.data(), n, pool);
+    if (half == Half::ggml_f16)
+      for (int64_t j = 0; j < n; ++j) ggml_vec_dot_f16(int(k), &c[j], 0, w_f16 + j * k, 0, a_f16.data(), 0, 1);
+    else if (half == Half::bf16_products) kernels.gemm_bf16_products(1, n, k, a.data(), k, w_bf16, k, c.data(), n, pool);
+    else if (half == Half::bf16_widened) kernels.gemm_bf16_weights(1, n, k, a.data(), k, w_bf16, k, c.data(), n, pool);
+    else kernels.gemm_f16_weights(1, n, k, a.data(), k, w_f16, k, c.data(), n, pool);
     benchmark::DoNotOptimize(c.data());
   }
   state.counters["weight_GB/s"] = benchmark::Counter(double(n * k * 2), benchmark::Counter::kIsIterationInvariantRate,
                                                      benchmark::Counter::kIs1000);
-  state.SetLabel(std::string(products ? "bf16 products" : "bf16 widened") + (misaligned ? ", 32-byte aligned" : ""));
+  const char* names[] = {"bf16 products", "bf16 widened", "f16", "f16 ggml (zen4)"};
+  state.SetLabel(std::string(names[int(half)]) + (misaligned ? ", 32-byte aligned" : ""));
 }
 
 void gemv_shapes(benchmark::internal::Benchmark* b) {
@@ -164,9 +182,11 @@ void gemv_shapes(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK_CAPTURE(BM_gemv, q8_0, "q8_0")->Apply(gemv_shapes);
-BENCHMARK_CAPTURE(BM_gemv_bf16, products, true, false)->Apply(gemv_shapes);
-BENCHMARK_CAPTURE(BM_gemv_bf16, products_misaligned, true, true)->Apply(gemv_shapes);
-BENCHMARK_CAPTURE(BM_gemv_bf16, widened, false, false)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_half, bf16_products, Half::bf16_products, false)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_half, bf16_products_misaligned, Half::bf16_products, true)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_half, bf16_widened, Half::bf16_widened, false)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_half, f16, Half::f16, false)->Apply(gemv_shapes);
+BENCHMARK_CAPTURE(BM_gemv_half, f16_ggml, Half::ggml_f16, false)->Apply(gemv_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q4_0, "q4_0")->Apply(gemv_shapes);
 // The K-quants on every x86 arm (arm 1 skips where there is none).
 void gemv_arm_shapes(benchmark::internal::Benchmark* b) {
@@ -178,7 +198,7 @@ BENCHMARK_CAPTURE(BM_gemv, q4_k, "q4_k")->Apply(gemv_arm_shapes);
 BENCHMARK_CAPTURE(BM_gemv, q6_k, "q6_k")->Apply(gemv_arm_shapes);
 
 void gemm_shapes(benchmark::internal::Benchmark* b) {
-  b->Args({512, 3072, 1024})->Args({512, 1024, 3072});
+  b->Args({512, 3072, 1024})->Args({512, 1024, 3072})->Args({32, 3072, 1024})->Args({32, 65536, 1024});
   b->ArgNames({"m", "n", "k"})->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
