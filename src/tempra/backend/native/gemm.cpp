@@ -432,18 +432,20 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
   });
 }
 
-// The skinny dots, their tiling chosen by m. A decode step (m = 1) reads one row of w at a
-// time, front to back, as one stream through the whole matrix, prefetched 8 KiB on: four rows
-// side by side (below) are four streams 2 KiB apart (f16, k = 1024) that this CPU's prefetchers
-// do not follow. Qwen3-0.6B F16, tempra bench -n 32 on an AMD EPYC Zen 5, four rows against
-// one: 20.9-21.3 against 25.6-29.1 tok/s on one thread, 28.8-31.1 against 34.2-41.7 on two. With
-// more rows of a, each row of w read serves them all from L1 and four rows keep 16 FMA chains
-// going. Every output's order is the same either way (acc[r][q] is its own lane-wise chain),
-// so the tiling changes no bits.
+// The skinny dots, their tiling chosen by m. On AVX-512 a decode step (m = 1) reads one row of
+// w at a time, front to back, as one stream through the whole matrix, prefetched 8 KiB on: four
+// rows side by side (below) are four streams 2 KiB apart (f16, k = 1024) that an AMD EPYC Zen
+// 5's prefetchers do not follow. Qwen3-0.6B F16, tempra bench -n 32 there, four rows against
+// one: 20.9-21.3 against 25.6-29.1 tok/s on one thread, 28.8-31.1 against 34.2-41.7 on two. A
+// row's one chain of FMAs then bounds the rate: 8-lane vectors (the AVX2 arm, on the same CPU)
+// read 14.1-14.8 tok/s one row at a time, 21.2 two, 21.9-24.5 four, so the other arms keep
+// four. With more rows of a, each row of w read serves them all from L1 and four rows keep 16
+// FMA chains going. Every output's order is the same either way (acc[r][q] is its own
+// lane-wise chain), so the tiling changes no bits.
 template <class W>
 void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                       int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
-  if (m == 1) return skinny_dots<1>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, 8192, pool);
+  if (kLanes >= 16 && m == 1) return skinny_dots<1>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, 8192, pool);
   constexpr int C = 4;
   // The next column block's rows, read by the same task next (prefetch.h says why).
   skinny_dots<C>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * C * sizeof(W), pool);
