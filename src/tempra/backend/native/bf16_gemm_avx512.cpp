@@ -113,7 +113,10 @@ TEMPRA_BF16 void pack_panel(const uint16_t* w, int64_t ldw, int64_t k, int64_t k
       __m512i block[16];
       for (int i = 0; i < 16; ++i) {
         const int column = g * kLanes + i;
-        if (column < cols) __builtin_prefetch(w + (j0 + column) * ldw + p + kPanelAhead, 0, 3);
+        if (column < cols)  // as an integer: the address may lie past the weights
+          __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(w + (j0 + column) * ldw + p) +
+                                                           kPanelAhead * sizeof(uint16_t)),
+                             0, 3);
         block[i] = column < cols ? _mm512_maskz_loadu_epi16(valid, w + (j0 + column) * ldw + p) : _mm512_setzero_si512();
       }
       transpose16(block);

@@ -395,7 +395,7 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
     a_row = k;
   }
   constexpr int R = 4;
-  constexpr int64_t kChunk = 256 * 16;  // elements of k per pass: C rows of w in 16 KiB (f32)
+  constexpr int64_t kChunk = 256 * 16;  // elements of k per pass: each row of w in 16 KiB (f32)
   static_assert(kChunk % kLanes == 0 && kSkinnyRows % R == 0);
   const int64_t column_blocks = (n + C - 1) / C, row_tiles = (m + R - 1) / R;
   const int64_t grain = std::max<int64_t>(1, 32768 / (k * m + 1));

@@ -178,7 +178,8 @@ TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t at = size_t(b) * sizeof(Block<W>) + offsetof(Block<W>, qs);
     if (b % 2 == 0)  // a line every other block: Q4_0's 18-byte blocks each line (measured there)
-      for (int c = 0; c < kLanes; ++c) __builtin_prefetch(column[c] + at + kPackAhead, 0, 3);
+      for (int c = 0; c < kLanes; ++c)  // as an integer: the address may lie past the weights
+        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(column[c] + at) + kPackAhead), 0, 3);
     if constexpr (!kSuper<W>) {
       // The f16 scales as they lie, into the first half of the block's scale (widened below):
       // sixteen plain loads, where a gather held up the whole loop on an AMD EPYC Zen 5 (the
