@@ -35,6 +35,7 @@
 #include <cstdint>
 
 #include "tempra/backend/native/native.h"
+#include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/scratch.h"
 #include "tempra/core/thread_pool.h"
 
@@ -97,12 +98,6 @@ TEMPRA_BF16 inline void transpose16(__m512i (&r)[16]) {
   }
 }
 
-// Elements ahead of the depth being packed at which each row of w is requested: sixteen rows
-// read side by side are streams the hardware prefetcher does not follow. 128 (256 bytes) made
-// Qwen3-0.6B BF16's 32-row prompts 1.3-1.6x faster on an AMD EPYC Zen 5 (tempra bench, one and
-// two threads; 512 bytes was no better).
-constexpr int64_t kPanelAhead = 128;
-
 // Packs weight rows j0 .. j0 + cols - 1 (cols <= kNr) over the padded depth kp into
 // panel[pair][column] (kNr 32-bit pairs per pair index), zero past k and past cols.
 TEMPRA_BF16 void pack_panel(const uint16_t* w, int64_t ldw, int64_t k, int64_t kp, int64_t j0, int cols,
@@ -113,10 +108,7 @@ TEMPRA_BF16 void pack_panel(const uint16_t* w, int64_t ldw, int64_t k, int64_t k
       __m512i block[16];
       for (int i = 0; i < 16; ++i) {
         const int column = g * kLanes + i;
-        if (column < cols)  // as an integer: the address may lie past the weights
-          __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(w + (j0 + column) * ldw + p) +
-                                                           kPanelAhead * sizeof(uint16_t)),
-                             0, 3);
+        if (column < cols) prefetch_for_packing(w + (j0 + column) * ldw + p);  // prefetch.h says why
         block[i] = column < cols ? _mm512_maskz_loadu_epi16(valid, w + (j0 + column) * ldw + p) : _mm512_setzero_si512();
       }
       transpose16(block);

@@ -445,7 +445,8 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
 template <class W>
 void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                       int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
-  if (kLanes >= 16 && m == 1) return skinny_dots<1>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, 8192, pool);
+  if (kLanes >= 16 && m == 1)
+    return skinny_dots<1>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, kRowStreamPrefetchBytes, pool);
   constexpr int C = 4;
   // The next column block's rows, read by the same task next (prefetch.h says why).
   skinny_dots<C>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * C * sizeof(W), pool);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tempra::native {
 
@@ -33,5 +34,22 @@ inline void prefetch_ahead(const void* block) {
   const char* p = static_cast<const char*>(block) + kWeightPrefetchBytes;
   for (size_t offset = 0; offset < kBytes; offset += 64) __builtin_prefetch(p + offset, 0, 3);
 }
+
+// Packing loops that read sixteen weight rows side by side (the x86 integer GEMMs' groups, the
+// bf16 products' panels) are sixteen streams the hardware prefetcher does not follow: each row
+// is requested this far ahead of the bytes being packed. On an AMD EPYC Zen 5, 256 bytes made
+// 32-row prompts of Qwen3-0.6B Q4_0 5-10% and of BF16 1.3-1.6x faster (tempra bench; 512 bytes
+// was no better for BF16; docs/BENCHMARK.md, session 27).
+inline constexpr size_t kPackPrefetchBytes = 256;
+
+// Requests the line kPackPrefetchBytes past p into the L1. The address is formed as an integer:
+// it may lie past the end of the weights.
+inline void prefetch_for_packing(const void* p) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kPackPrefetchBytes), 0, 3);
+}
+
+// How far ahead a decode step that reads one weight row after another, as one stream, requests
+// it (native/gemm.cpp's skinny dots at m = 1 on AVX-512; 4-32 KiB measured alike there).
+inline constexpr size_t kRowStreamPrefetchBytes = 8192;
 
 }  // namespace tempra::native

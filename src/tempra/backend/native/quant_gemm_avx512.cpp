@@ -155,12 +155,6 @@ TEMPRA_VNNI inline __m512i d_words(__m512i offsets, const Block<W>* block) {
     return _mm512_i32gather_epi32(offsets, static_cast<const void*>(block), 1);
 }
 
-// How far ahead of the block being packed each column's bytes are requested: sixteen streams
-// 576 bytes apart (Q4_0, k = 1024) keep the hardware prefetcher from seeing them. 256 bytes made
-// Q4_0's 32-row prompts 5-10% faster end to end on an AMD EPYC Zen 5 (none: 730-777 tok/s at two
-// threads, 256: 775-814), and changed nothing at 128 and 512 rows.
-constexpr size_t kPackAhead = 256;
-
 // Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
 // weight rows, every block: the codes by load_quads (the transpose); the scales by plain loads
 // (Q8_0, Q4_0, IQ4_NL), or per super-block by a 32-bit gather of the f16 fields (IQ4_XS: d into
@@ -177,9 +171,8 @@ TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols
   const auto* first = reinterpret_cast<const Block<W>*>(column[0]);
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t at = size_t(b) * sizeof(Block<W>) + offsetof(Block<W>, qs);
-    if (b % 2 == 0)  // a line every other block: Q4_0's 18-byte blocks each line (measured there)
-      for (int c = 0; c < kLanes; ++c)  // as an integer: the address may lie past the weights
-        __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(column[c] + at) + kPackAhead), 0, 3);
+    if (b % 2 == 0)  // a line every other block: each line of Q4_0's 18-byte blocks (measured there)
+      for (int c = 0; c < kLanes; ++c) prefetch_for_packing(column[c] + at);
     if constexpr (!kSuper<W>) {
       // The f16 scales as they lie, into the first half of the block's scale (widened below):
       // sixteen plain loads, where a gather held up the whole loop on an AMD EPYC Zen 5 (the
