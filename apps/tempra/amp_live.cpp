@@ -2,14 +2,19 @@
 #include "amp_live.h"
 
 #include <jack/jack.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "train_cli.h"
@@ -23,6 +28,39 @@ int64_t monotonic_ns() {
   return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
+// The calling thread's CPU time: a system call (no vDSO for it), but one that never sleeps.
+int64_t thread_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+// Callback times in bins of 1/128 of the deadline up to twice it (the last bin holds the
+// rest), so that the main thread can read percentiles while the callback only increments.
+struct TimeHistogram {
+  static constexpr int kBinsPerDeadline = 128, kBins = 2 * kBinsPerDeadline + 1;
+  std::array<std::atomic<int64_t>, kBins> counts{};
+
+  void add(int64_t ns, int64_t deadline_ns) {
+    const int64_t bin = deadline_ns > 0 ? ns * kBinsPerDeadline / deadline_ns : kBins - 1;
+    counts[size_t(std::min<int64_t>(bin, kBins - 1))].fetch_add(1, std::memory_order_relaxed);
+  }
+  // The upper edge of the bin holding the q-th quantile (a bound, not an estimate); beyond
+  // twice the deadline, reported as twice the deadline.
+  double quantile_ns(double q, int64_t deadline_ns) const {
+    int64_t total = 0;
+    for (const auto& c : counts) total += c.load(std::memory_order_relaxed);
+    if (total == 0) return 0;
+    int64_t seen = 0;
+    for (int b = 0; b < kBins; ++b) {
+      seen += counts[size_t(b)].load(std::memory_order_relaxed);
+      if (double(seen) >= q * double(total))
+        return double(std::min(b + 1, kBins - 1)) * double(deadline_ns) / kBinsPerDeadline;
+    }
+    return 2.0 * double(deadline_ns);
+  }
+};
+
 // Everything the callback touches: set up before activation, then only atomics change.
 struct Engine {
   audio::AmpModel* model = nullptr;
@@ -32,26 +70,52 @@ struct Engine {
   double rate = 48000;                // fixed for a server's life
   std::atomic<int64_t> period_ns{0};  // the deadline: buffer size / rate
   std::atomic<int64_t> callbacks{0}, frames{0}, busy_ns{0}, worst_ns{0}, late{0}, xruns{0};
+  // What happened to the callback's thread inside the callbacks (getrusage deltas): page
+  // faults and voluntary switches (waits) are the callback's own doing; involuntary switches
+  // are the kernel preempting it. Time the host takes from a virtual machine shows in none of
+  // these, only as wall time beyond the CPU time (and in the steal the summary reports).
+  std::atomic<int64_t> faults{0}, waits{0}, preemptions{0};
+  TimeHistogram wall, cpu;
   std::atomic<bool> shut_down{false};
 };
 
 int process(jack_nframes_t n, void* arg) {
   Engine& e = *static_cast<Engine*>(arg);
-  const int64_t start = monotonic_ns();
+  const int64_t start = monotonic_ns(), cpu_start = thread_cpu_ns();
+  rusage before{};
+  getrusage(RUSAGE_THREAD, &before);
   const auto* in = static_cast<const float*>(jack_port_get_buffer(e.in, n));
   auto* out = static_cast<float*>(jack_port_get_buffer(e.out, n));
   for (jack_nframes_t i = 0; i < n; ++i) out[i] = in[i] * e.input_gain;
   e.model->process(out, out, int64_t(n));
   for (jack_nframes_t i = 0; i < n; ++i) out[i] *= e.output_gain;
-  const int64_t took = monotonic_ns() - start;
+  rusage after{};
+  getrusage(RUSAGE_THREAD, &after);
+  const int64_t took = monotonic_ns() - start, cpu = thread_cpu_ns() - cpu_start;
+  const int64_t deadline = e.period_ns.load(std::memory_order_relaxed);
   e.callbacks.fetch_add(1, std::memory_order_relaxed);
   e.frames.fetch_add(n, std::memory_order_relaxed);
   e.busy_ns.fetch_add(took, std::memory_order_relaxed);
+  e.faults.fetch_add((after.ru_minflt - before.ru_minflt) + (after.ru_majflt - before.ru_majflt),
+                     std::memory_order_relaxed);
+  e.waits.fetch_add(after.ru_nvcsw - before.ru_nvcsw, std::memory_order_relaxed);
+  e.preemptions.fetch_add(after.ru_nivcsw - before.ru_nivcsw, std::memory_order_relaxed);
+  e.wall.add(took, deadline);
+  e.cpu.add(cpu, deadline);
   int64_t worst = e.worst_ns.load(std::memory_order_relaxed);
   while (took > worst && !e.worst_ns.compare_exchange_weak(worst, took, std::memory_order_relaxed)) {
   }
-  if (took > e.period_ns.load(std::memory_order_relaxed)) e.late.fetch_add(1, std::memory_order_relaxed);
+  if (took > deadline) e.late.fetch_add(1, std::memory_order_relaxed);
   return 0;
+}
+
+// Runs once on JACK's process thread before its first callback: touches the top of the
+// thread's stack so that the callbacks' frames find their pages mapped. Without it the first
+// callback took a page fault (measured with getrusage, 2026-12-07), a kernel entry at the worst
+// moment; 64 KiB is several times what the callback's frames use.
+void prefault_stack(void*) {
+  volatile char frames[64 * 1024];
+  for (size_t i = 0; i < sizeof frames; i += 4096) frames[i] = 0;
 }
 
 int on_xrun(void* arg) {
@@ -83,6 +147,17 @@ struct Figures {
 // The counters so far, and the worst callback since the last read (which restarts it).
 Figures read(Engine& e) {
   return {e.callbacks.load(), e.frames.load(), e.busy_ns.load(), e.worst_ns.exchange(0), e.late.load(), e.xruns.load()};
+}
+
+// CPU time the host of a virtual machine took from all of this machine's CPUs so far
+// (/proc/stat's steal), in seconds; nullopt where the kernel does not say.
+std::optional<double> host_steal_seconds() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  int64_t user, nice, system, idle, iowait, irq, softirq, steal;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) || cpu != "cpu")
+    return std::nullopt;
+  return double(steal) / double(sysconf(_SC_CLK_TCK));
 }
 
 // The first port of `flags` (physical, input or output), or "".
@@ -128,6 +203,7 @@ int run_live(audio::AmpModel& model, const LiveOptions& options) {
     std::fprintf(stderr, "tempra amp --live: JACK refused to register the ports\n");
     return 1;
   }
+  jack_set_thread_init_callback(client.get(), prefault_stack, nullptr);
   jack_set_process_callback(client.get(), process, &engine);
   jack_set_xrun_callback(client.get(), on_xrun, &engine);
   jack_set_buffer_size_callback(client.get(), on_buffer_size, &engine);
@@ -169,6 +245,7 @@ int run_live(audio::AmpModel& model, const LiveOptions& options) {
     std::fflush(stdout);
   };
   const Figures first = last;
+  const std::optional<double> steal_at_start = host_steal_seconds();
   int64_t shown = 0, worst_ns = 0;  // whole seconds reported; the worst callback of the run
   while (!stop_requested() && !engine.shut_down.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -194,6 +271,19 @@ int run_live(audio::AmpModel& model, const LiveOptions& options) {
   // A late callback is a missed buffer; JACK's xruns count the ones it saw (often the same
   // buffers, so the larger count, not the sum).
   std::printf("missed buffers: %lld\n", (long long)std::max(end.late - first.late, end.xruns - first.xruns));
+  // Which of them were tempra's: its compute (CPU time against the deadline) and what its
+  // callback did to its thread. A late callback whose CPU time was short waited on the machine.
+  const int64_t deadline = engine.period_ns.load();
+  std::printf("callback time: median %.0f us, 99%% under %.0f us; CPU time: median %.0f us, 99%% under %.0f us\n",
+              engine.wall.quantile_ns(0.5, deadline) / 1e3, engine.wall.quantile_ns(0.99, deadline) / 1e3,
+              engine.cpu.quantile_ns(0.5, deadline) / 1e3, engine.cpu.quantile_ns(0.99, deadline) / 1e3);
+  std::printf("inside the callbacks: %lld page faults, %lld waits, %lld preemptions", (long long)engine.faults.load(),
+              (long long)engine.waits.load(), (long long)engine.preemptions.load());
+  const std::optional<double> steal_at_end = host_steal_seconds();
+  if (steal_at_start && steal_at_end)
+    std::printf("; the host took %.0f ms of CPU time from this machine (steal)",
+                1e3 * (*steal_at_end - *steal_at_start));
+  std::printf("\n");
   if (engine.shut_down.load()) {
     std::fprintf(stderr, "tempra amp --live: the JACK server shut down\n");
     return 1;

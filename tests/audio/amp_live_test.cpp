@@ -3,10 +3,13 @@
 // JACK's dummy driver (Debian's jackd2: jackd -d dummy) calls its clients back at real periods
 // with no sound card. A server of its own (a unique JACK_DEFAULT_SERVER name) runs at 48 kHz
 // with 64-sample periods, the issue's case; tempra plays the stock standard WaveNet through it
-// for 5 s, and no buffer may be missed: no callback past its 1.33 ms deadline, and no more
-// xruns than the host's own jitter makes the dummy driver report (the test says why). These
-// tests run alone (RUN_SERIAL), as a guitarist's machine would run its amp. Without a server,
-// --live says so and exits with status 1 at once.
+// for 5 s. What is tempra's is asserted strictly: the callbacks run at the driver's pace, take
+// no page fault and never wait, and their CPU time leaves most of the 1.33 ms deadline free.
+// Whether a buffer arrives late is also the machine's: on a shared virtual machine the host
+// takes the CPU for milliseconds at a time, and the dummy driver reports an xrun whenever it
+// wakes even microseconds late, with no client at all (the test below says what was measured).
+// Those figures are printed, not asserted. These tests run alone (RUN_SERIAL), as a guitarist's
+// machine would run its amp. Without a server, --live says so and exits with status 1 at once.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -74,7 +77,7 @@ class DummyServer {
   bool ready_ = false;
 };
 
-TEST(AmpLive, the_standard_wavenet_misses_no_buffer_at_64_sample_periods) {
+TEST(AmpLive, the_standard_wavenet_keeps_up_at_64_sample_periods) {
   const fs::path dir = tempra::testing::scratch_dir("amp-live");
   write_nam(dir / "standard.nam", testing::random_profile(*wavenet_preset("standard"), 2, 0.2f));
   const std::string server = server_name("dummy");
@@ -85,18 +88,29 @@ TEST(AmpLive, the_standard_wavenet_misses_no_buffer_at_64_sample_periods) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("JACK at 48000 Hz, 64-sample buffers"), std::string::npos);
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.output, m,
-                                std::regex(R"(live summary: [0-9.]+ s, ([0-9]+) buffers.* late ([0-9]+), xruns ([0-9]+))")));
+  ASSERT_TRUE(std::regex_search(run.output, m, std::regex(R"(live summary: [0-9.]+ s, ([0-9]+) buffers)")));
   // 5 s at 750 periods a second, less the start: the callback really ran at the driver's pace.
   EXPECT_GE(std::stoll(m[1]), 3500);
   EXPECT_LE(std::stoll(m[1]), 4000);
-  // No callback of tempra's ran past its deadline: the buffers tempra itself could miss.
+  // Nothing inside the callbacks entered the kernel on tempra's account: no page fault (the
+  // stack is touched before the first callback), no wait on a lock or a system call.
+  ASSERT_TRUE(
+      std::regex_search(run.output, m, std::regex(R"(inside the callbacks: ([0-9]+) page faults, ([0-9]+) waits)")));
+  EXPECT_EQ(std::stoll(m[1]), 0) << run.output;
   EXPECT_EQ(std::stoll(m[2]), 0) << run.output;
-  // JACK's xruns also count the dummy driver's own late wake-ups, which the host causes: on a
-  // 2-vCPU AMD EPYC Zen 5 guest (2026-12-07) a quiet machine saw 0-3 in 5 s, 3 runs of 4 with
-  // at least one, while every callback took under 150 us of its 1333. A handful is the host;
-  // a model that misses its buffers misses hundreds (and is late, above).
-  EXPECT_LE(std::stoll(m[3]), 8) << run.output;
+  // The compute: CPU time per callback, median and 99th percentile, against the 1333 us
+  // deadline. A model that cannot keep up fails both; a slow callback now and then (a 100-us
+  // hiccup every hundred buffers) fails the second. Measured on a 2-vCPU AMD EPYC Zen 5 guest
+  // (2026-12-07): median 52-62 us, 99% under 94-125 us.
+  ASSERT_TRUE(std::regex_search(run.output, m, std::regex(R"(CPU time: median ([0-9]+) us, 99% under ([0-9]+) us)")));
+  EXPECT_LE(std::stoll(m[1]), 1333 / 8) << run.output;
+  EXPECT_LE(std::stoll(m[2]), 1333 / 2) << run.output;
+  // Late callbacks and xruns are printed above, not asserted. On that guest, the same day, the
+  // host took 10-930 ms of CPU time in 5 s (/proc/stat's steal); the late callbacks had used
+  // 50-230 us of CPU over 1.4-9 ms of wall time with no preemption inside the guest, and jackd
+  // alone, with no client, reported 21 xruns in 2 s (its timed driver waking 5-35 us late).
+  // Runs saw 1-37 late callbacks and 3-334 xruns; the CI run of 2026-12-07 failed this test
+  // when it still required none.
 }
 
 TEST(AmpLive, a_profile_of_another_rate_is_refused) {
