@@ -49,7 +49,8 @@ inline void prefetch_for_packing(const void* p) {
 }
 
 // How far ahead a decode step that reads one weight row after another, as one stream, requests
-// it (native/gemm.cpp's skinny dots at m = 1 on AVX-512; 4-32 KiB measured alike there).
+// it (native/gemm.cpp's skinny dots at m = 1 on AVX-512, 4-32 KiB measured alike there; the
+// streamed integer GEMVs of quant_gemm_avx512.cpp).
 inline constexpr size_t kRowStreamPrefetchBytes = 8192;
 
 }  // namespace tempra::native

@@ -12,13 +12,13 @@
 // 16 columns x 4 bytes (64 bytes), as unsigned codes (Q8_0: w + 128; Q4_0: its 4-bit codes;
 // IQ4_NL, IQ4_XS: the grid value + 128, looked up by vpshufb), then the 16 columns' scales as
 // f32. IQ4_XS is eight such blocks per super-block, each with its sub-block scale (ls - 32), and
-// the super-block's d beside them; its activations are Q8_K rows read a block of 32 at a time. Activations are read in place (Q8_0 rows): vpdpbusd takes
-// each quad of a row broadcast to the 16 lanes. The unsigned weights add a known term,
-// sum((w + o) a) = sum(w a) + o sum(a) with o = 128 (Q8_0) or 8 (Q4_0, whose value is code - 8),
-// which each block's accumulator starts out subtracting: -o * sum(a), per row and block, tabled
-// once per call with the rows' scales as f32. A micro-tile is 6 rows x 32 columns; per block and
-// row the float step is the dot's: Q8_0, IQ4_NL acc += float(s) * (d_w * d_a); Q4_0 acc +=
-// float(s) * d_w * d_a, multiplied left to right; IQ4_XS acc += ((d_w * d_a) * ls) * float(s).
+// the super-block's d beside them; its activations are Q8_K rows read a block of 32 at a time. Activations are read in
+// place (Q8_0 rows): vpdpbusd takes each quad of a row broadcast to the 16 lanes. The unsigned weights add a known
+// term, sum((w + o) a) = sum(w a) + o sum(a) with o = 128 (Q8_0) or 8 (Q4_0, whose value is code - 8), which each
+// block's accumulator starts out subtracting: -o * sum(a), per row and block, tabled once per call with the rows'
+// scales as f32. A micro-tile is 6 rows x 32 columns; per block and row the float step is the dot's: Q8_0, IQ4_NL acc
+// += float(s) * (d_w * d_a); Q4_0 acc += float(s) * d_w * d_a, multiplied left to right; IQ4_XS acc += ((d_w * d_a) *
+// ls) * float(s).
 //
 // K-quants (vpmaddubsw, vpdpwssd): quant_gemm_x86.h's layout, shared with the AVX2 GEMM. Each
 // quad of a column holds four elements of one of the scalar dot's eight lane sums (lane = element
@@ -86,7 +86,9 @@ using x86::Weights;
 // (Q8_0: w + 128; Q4_0: its codes, value code - 8; IQ4: the grid value + 128, looked up; TQ2_0:
 // its codes, value code - 1).
 template <Weights W>
-constexpr int kOffset = W == Weights::q4_0 ? 8 : W == Weights::tq2_0 ? 1 : 128;
+constexpr int kOffset = W == Weights::q4_0    ? 8
+                        : W == Weights::tq2_0 ? 1
+                                              : 128;
 
 // int32 -> f32 (exact below 2^24), in the full-mask form: the plain intrinsic seeds its
 // pass-through with _mm512_undefined_ps(), which g++ 12 flags as uninitialized (GCC PR 105593).
@@ -245,13 +247,17 @@ TEMPRA_VNNI inline __m512i load_shared(const void* p) {
 // the activation's. Q8_0, IQ4_NL, TQ2_0: acc + s (d_w d_a); Q4_0: acc + (s d_w) d_a; IQ4_XS:
 // acc + ((d_w d_a) ls) s.
 template <Weights W>
-TEMPRA_VNNI inline __m512 add_block(__m512 acc, __m512i s, __m512 dw, __m512 da, __m512 ls) {
+TEMPRA_VNNI inline __m512 block_term(__m512i s, __m512 dw, __m512 da, __m512 ls) {
   if constexpr (W == Weights::q4_0)
-    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da));
+    return _mm512_mul_ps(_mm512_mul_ps(to_float(s), dw), da);
   else if constexpr (W == Weights::iq4_xs)
-    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dw, da), ls), to_float(s)));
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(dw, da), ls), to_float(s));
   else
-    return _mm512_add_ps(acc, _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da)));
+    return _mm512_mul_ps(to_float(s), _mm512_mul_ps(dw, da));
+}
+template <Weights W>
+TEMPRA_VNNI inline __m512 add_block(__m512 acc, __m512i s, __m512 dw, __m512 da, __m512 ls) {
+  return _mm512_add_ps(acc, block_term<W>(s, dw, da, ls));
 }
 
 template <int R, Weights W>
@@ -386,7 +392,12 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 // r + 8 share a zmm) against the activation block, the eight lane sums of each row added by a
 // transposing tree (exact in int32), the offset term subtracted, and the dot's float step for the
 // sixteen rows as one vector. The next group's rows are prefetched as these are read
-// (prefetch.h says why). The K-quants' GEMVs are quant_dot_avx2.cpp's, for both x86 arms.
+// (prefetch.h says why). Where rows are whole chunks of sixteen blocks (Qwen3's 1024, 2048 and
+// 3072 columns), Q8_0, Q4_0 and IQ4_NL read the group's rows one after another instead
+// (gemv_rows_streamed): one stream, which this CPU's prefetchers follow, where sixteen side by
+// side were not (an AMD EPYC Zen 5, 2026-12-07, tempra bench -p 0 -n 64 -r 3 alternated: Qwen3-0.6B
+// Q8_0 decode 39.1-40.0 -> 45.0-46.3 tok/s on one thread, 48.1 -> 51.6-54.7 on two; Q4_0 on two
+// 67.3-71.6 -> 76.4-82.5). The K-quants' GEMVs are quant_gemv_k_avx512.cpp's.
 
 // The int32 sums of v[0..7]'s lanes by row, as one vector in row order: 128-bit lanes 0, 1 of
 // v[r] hold row r and 2, 3 row r + 8; with kInterleaved, lanes 0, 2 row r and 1, 3 row r + 8.
@@ -403,10 +414,10 @@ TEMPRA_VNNI inline __m512i row_sums_16(const __m512i* v) {
                                 _mm512_unpackhi_epi64(pairs[2 * h], pairs[2 * h + 1]));
   // Lanes (0 + 1) and (2 + 3) of each (interleaved: (0 + 2) and (1 + 3)): rows 0..3, 8..11 from
   // quads[0]; 4..7, 12..15 from quads[1].
-  const __m512i first = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0x44)   // q0 l0, q0 l1, q1 l0, q1 l1
-                                     : _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);  // q0 l0, q0 l2, q1 l0, q1 l2
-  const __m512i second = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0xEE)  // q0 l2, q0 l3, q1 l2, q1 l3
-                                      : _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD); // q0 l1, q0 l3, q1 l1, q1 l3
+  const __m512i first = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0x44)    // q0 l0, q0 l1, q1 l0, q1 l1
+                                     : _mm512_shuffle_i32x4(quads[0], quads[1], 0x88);   // q0 l0, q0 l2, q1 l0, q1 l2
+  const __m512i second = kInterleaved ? _mm512_shuffle_i32x4(quads[0], quads[1], 0xEE)   // q0 l2, q0 l3, q1 l2, q1 l3
+                                      : _mm512_shuffle_i32x4(quads[0], quads[1], 0xDD);  // q0 l1, q0 l3, q1 l1, q1 l3
   const __m512i sums = _mm512_add_epi32(first, second);  // rows 0..3, 8..11, 4..7, 12..15
   return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15), sums);
 }
@@ -422,10 +433,11 @@ constexpr bool kNibbles = W == Weights::q4_0 || W == Weights::iq4_nl || W == Wei
 // two: the decode GEMVs were bound by instructions, not memory (docs/BENCHMARK.md, session 23).
 template <Weights W>
 TEMPRA_VNNI inline __m512i nibble_pair(const uint8_t* p, const uint8_t* q) {
-  const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
-                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), 1);
-  const __m512i codes = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1),
-                                         _mm512_set1_epi8(0x0F));
+  const __m256i both =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(q)), 1);
+  const __m512i codes = _mm512_and_si512(
+      _mm512_inserti64x4(_mm512_castsi256_si512(both), _mm256_srli_epi16(both, 4), 1), _mm512_set1_epi8(0x0F));
   if constexpr (W == Weights::q4_0)
     return codes;
   else
@@ -490,7 +502,8 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
           codes = nibble_pair<W>(x86::nibbles_of<W>(row[r][b], s), x86::nibbles_of<W>(row[r + 8][b], s));
         else {
           // Named first: clang's _mm512_inserti64x4 is a macro, and a template's comma splits it.
-          const __m256i low = x86::block_codes<W, true>(row[r][b], s), high = x86::block_codes<W, true>(row[r + 8][b], s);
+          const __m256i low = x86::block_codes<W, true>(row[r][b], s),
+                        high = x86::block_codes<W, true>(row[r + 8][b], s);
           codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
         }
         if (s % 2 == 0 && 32 * s < int(sizeof(Block<W>))) {  // every line of the block, once
@@ -508,6 +521,99 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
 
+// The sixteen columns' floats of sixteen rows (in[r], columns c0 .. c0 + 15) as sixteen columns
+// of sixteen rows (out[j] holds column j of rows 0 .. 15).
+TEMPRA_VNNI inline void transpose_16x16(const __m512* in, __m512* out) {
+  __m512 t[16], r[16];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane k: elements 4k, 4k + 1 / 4k + 2, 4k + 3 of rows 2i, 2i + 1
+    t[2 * i] = _mm512_unpacklo_ps(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(in[2 * i], in[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane k: column 4k + j of rows 4i .. 4i + 3
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+  }
+  for (int j = 0; j < 4; ++j) {  // columns j, j + 8 (t[j], t[8 + j]) and j + 4, j + 12 of rows 0..7, 8..15
+    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
+    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+  }
+  for (int j = 0; j < 4; ++j) {
+    out[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    out[j + 8] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
+    out[j + 4] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
+    out[j + 12] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+  }
+}
+
+// The most blocks of 32 a row may have for gemv_rows_streamed (its terms stay in 16 KiB).
+constexpr int64_t kMaxStreamedBlocks = 256;
+
+// gemv_rows for the one-block formats (Q8_0, Q4_0, IQ4_NL) with whole chunks of sixteen blocks,
+// reading the sixteen rows one after another: one stream through the weights, requested
+// kRowStreamPrefetchBytes ahead. Each row's blocks go sixteen at a time through the same
+// vpdpbusd and transposing tree as gemv_rows (two blocks a zmm where it has two rows), and their
+// float terms wait in terms[]; then the rows' sums are formed as gemv_rows forms them, block
+// after block, from the terms transposed sixteen by sixteen: the same operations in the same
+// order, so the same bits.
+template <Weights W>
+TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const uint8_t* a,
+                                    const int32_t* start, const float* scale, float* c) {
+  static_assert(kSubBlocks<W> == 1);
+  alignas(64) float terms[kLanes][kMaxStreamedBlocks];
+  // The activations of blocks i and i + 8 of each chunk as one zmm, where the codes lie
+  // (nibble_pair's lanes interleave the two blocks' halves): made once for the sixteen rows.
+  alignas(64) __m512i pairs[kMaxStreamedBlocks / 2];
+  for (int64_t c0 = 0; c0 < nb; c0 += kLanes)
+    for (int i = 0; i < 8; ++i) {
+      const __m512i a2 = _mm512_inserti64x4(_mm512_castsi256_si512(x86::load256(a + a_block_offset<W>(c0 + i))),
+                                            x86::load256(a + a_block_offset<W>(c0 + i + 8)), 1);
+      pairs[c0 / 2 + i] = kNibbles<W> ? _mm512_shuffle_i64x2(a2, a2, 0xD8) : a2;
+    }
+  const __m512i d_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32(int(sizeof(Block<W>))));
+  constexpr size_t kChunkBytes = kLanes * sizeof(Block<W>);
+  for (int r = 0; r < kLanes; ++r) {
+    const Block<W>* row = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+    for (int64_t c0 = 0; c0 < nb; c0 += kLanes) {
+      const Block<W>* blocks = row + c0;
+      for (size_t offset = 0; offset < kChunkBytes; offset += 64)
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(blocks) + offset + kRowStreamPrefetchBytes), 0,
+            3);
+      __m512i dots[8];
+      for (int i = 0; i < 8; ++i) {
+        __m512i codes;  // blocks i and i + 8
+        if constexpr (kNibbles<W>) {
+          codes = nibble_pair<W>(x86::nibbles_of<W>(blocks[i], 0), x86::nibbles_of<W>(blocks[i + 8], 0));
+        } else {
+          const __m256i low = x86::block_codes<W, true>(blocks[i], 0),
+                        high = x86::block_codes<W, true>(blocks[i + 8], 0);
+          codes = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+        }
+        dots[i] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, pairs[c0 / 2 + i]);
+      }
+      const __m512i sums = _mm512_add_epi32(row_sums_16<kNibbles<W>>(dots), _mm512_loadu_si512(start + c0));
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_words<W>(d_offsets, blocks)));
+      const __m512 da = _mm512_loadu_ps(scale + c0);
+      _mm512_store_ps(terms[r] + c0, block_term<W>(sums, dw, da, dw));
+    }
+  }
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t c0 = 0; c0 < nb; c0 += kLanes) {
+    __m512 in[kLanes], columns[kLanes];
+    for (int r = 0; r < kLanes; ++r) in[r] = _mm512_load_ps(terms[r] + c0);
+    transpose_16x16(in, columns);
+    for (int b = 0; b < kLanes; ++b) acc = _mm512_add_ps(acc, columns[b]);
+  }
+  _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
+}
+
 template <Weights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   const int64_t nb = k / kBlock32, weight_blocks = nb / kSubBlocks<W>;
@@ -516,13 +622,23 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   const auto* wp = static_cast<const uint8_t*>(w);
   const RowTables t = row_tables<W>(ap, m, nb, pool);
   const int64_t groups = (n + kLanes - 1) / kLanes;
+  bool streamed = false;
+  if constexpr (kSubBlocks<W> == 1) streamed = nb % kLanes == 0 && nb <= kMaxStreamedBlocks;
   pool.parallel_for(groups, 4, [&](int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
       const int64_t j0 = g * kLanes;
       const int rows = int(std::min<int64_t>(kLanes, n - j0));
-      for (int64_t i = 0; i < m; ++i)
+      for (int64_t i = 0; i < m; ++i) {
+        if constexpr (kSubBlocks<W> == 1) {
+          if (streamed) {
+            gemv_rows_streamed<W>(wp, w_row, j0, rows, weight_blocks, ap + size_t(i) * a_row, t.start + i * nb,
+                                  t.scale + i * nb, c + i * ldc + j0);
+            continue;
+          }
+        }
         gemv_rows<W>(wp, w_row, j0, rows, weight_blocks, ap + size_t(i) * a_row, t.start + i * nb, t.scale + i * nb,
                      c + i * ldc + j0);
+      }
     }
   });
 }
@@ -538,8 +654,7 @@ using x86::KWeights;
 // lane and super-block, wait in memory.
 template <int R, bool kMins>
 TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* const* a_rows, int64_t nb,
-                              const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, __mmask16 m0,
-                              __mmask16 m1) {
+                              const KPacked* g0, const KPacked* g1, float* c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
   const KPacked* groups[kGroups] = {g0, g1};
   // The float sums start at zero with the first super-block (0 + x, as the dot adds it: -0 becomes
   // +0), not with a clearing of the whole array, which cost as much as the math for short k.
@@ -569,7 +684,8 @@ TEMPRA_VNNI void k_micro_tile(const int32_t* const* a_quads, const BlockQ8_K* co
         for (int q = 0; q < kGroups; ++q) {
           const __m512 d = _mm512_mul_ps(_mm512_load_ps(groups[q][b].d), _mm512_set1_ps(a_rows[r][b].d));
           float* sum = sums[r][q][l];
-          _mm512_store_ps(sum, _mm512_add_ps(b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sum), _mm512_mul_ps(d, to_float(lane[r][q]))));
+          _mm512_store_ps(sum, _mm512_add_ps(b == 0 ? _mm512_setzero_ps() : _mm512_load_ps(sum),
+                                             _mm512_mul_ps(d, to_float(lane[r][q]))));
         }
     }
     if constexpr (kMins) {
