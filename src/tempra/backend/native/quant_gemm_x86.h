@@ -62,9 +62,10 @@ enum class Weights { q8_0, q4_0, iq4_nl, iq4_xs, tq2_0 };
 template <Weights W>
 using Block = std::conditional_t<
     W == Weights::q8_0, quant::BlockQ8_0,
-    std::conditional_t<W == Weights::q4_0, quant::BlockQ4_0,
-                       std::conditional_t<W == Weights::iq4_nl, quant::BlockIQ4_NL,
-                                          std::conditional_t<W == Weights::iq4_xs, quant::BlockIQ4_XS, quant::BlockTQ2_0>>>>;
+    std::conditional_t<
+        W == Weights::q4_0, quant::BlockQ4_0,
+        std::conditional_t<W == Weights::iq4_nl, quant::BlockIQ4_NL,
+                           std::conditional_t<W == Weights::iq4_xs, quant::BlockIQ4_XS, quant::BlockTQ2_0>>>>;
 
 // The super-block formats (partner Q8_K), read as eight blocks of 32: IQ4_XS's sub-blocks, each
 // with its own scale; TQ2_0's block s = 4 g + p, elements 32 s .. 32 s + 31 (bit pair p of its
@@ -247,6 +248,64 @@ struct KRowSums {
   }
 };
 
+// Rows up to this many super-blocks long (8192 columns) are read by k_gemv_rows one after another.
+inline constexpr int64_t kMaxStreamedSuperBlocks = 32;
+
+// An arm's eight-row K-quant GEMV step (k_gemv_tasks' rows), around its kernel lanes(block,
+// ordered activations, block sums, min_terms), which returns a super-block's eight lane sums:
+// eight weight rows from j0 (rows past the last repeat it) against one activation row, its Q8_K
+// blocks and its quad-ordered codes. Rows of at most kMaxStreamedSuperBlocks super-blocks are read
+// one after another, as one stream requested kRowStreamPrefetchBytes ahead (prefetch.h; an AMD
+// EPYC Zen 5 decoded Qwen3-0.6B Q4_K_M 1.15-1.25x faster so than with the rows side by side,
+// docs/BENCHMARK.md, session 28): their integer sums wait in memory until the float steps take
+// the eight rows super-block by super-block. Longer rows are read side by side, a super-block of
+// each in turn, the next group's rows prefetched as these are read. Either way the same integer
+// sums meet the same float steps in the same order. Inlined into each arm's wrapper, which
+// carries its target attribute.
+template <KWeights W, class Vector, auto lanes>
+TEMPRA_X86_PACK __attribute__((always_inline)) inline void k_gemv_rows(const uint8_t* w, size_t w_row, int64_t j0,
+                                                                       int rows, int64_t nb, const quant::BlockQ8_K* a,
+                                                                       const Vector* a_ordered, int vectors, float* c) {
+  constexpr bool kMins = W != KWeights::q6_k;
+  const KBlock<W>* row[8];
+  for (int r = 0; r < 8; ++r)
+    row[r] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  KRowSums<kMins> sums;
+  sums.clear();
+  const auto one_block = [&](int r, int64_t b, __m256i& lane_sums, __m256i& min_terms, uint16_t& d, uint16_t& dmin) {
+    min_terms = _mm256_setzero_si256();
+    lane_sums = lanes(row[r][b], a_ordered + b * vectors, a[b].bsums, min_terms);
+    d = row[r][b].d.bits;
+    dmin = dmin_bits(row[r][b]);
+  };
+  if (nb <= kMaxStreamedSuperBlocks) {
+    __m256i lane_sums[kMaxStreamedSuperBlocks][8], min_terms[kMaxStreamedSuperBlocks][8];
+    uint16_t d[kMaxStreamedSuperBlocks][8], dmin[kMaxStreamedSuperBlocks][8];
+    for (int r = 0; r < 8; ++r)
+      for (int64_t b = 0; b < nb; ++b) {
+        for (size_t offset = 0; offset < sizeof(KBlock<W>); offset += 64)
+          __builtin_prefetch(
+              reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row[r] + b) + offset + kRowStreamPrefetchBytes),
+              0, 3);
+        one_block(r, b, lane_sums[b][r], min_terms[b][r], d[b][r], dmin[b][r]);
+      }
+    for (int64_t b = 0; b < nb; ++b) sums.add(lane_sums[b], min_terms[b], d[b], dmin[b], a[b].d);
+  } else {
+    const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i lane_sums[8], min_terms[8];
+      uint16_t d[8], dmin[8];
+      for (int r = 0; r < 8; ++r) {
+        for (size_t offset = 0; offset < sizeof(KBlock<W>); offset += 64)
+          prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
+        one_block(r, b, lane_sums[r], min_terms[r], d[r], dmin[r]);
+      }
+      sums.add(lane_sums, min_terms, d, dmin, a[b].d);
+    }
+  }
+  sums.store(c, rows);
+}
+
 // The K-quant decode GEMV around an arm's kernels (quant_gemv_k_avx2.cpp, _avx512.cpp), which
 // carry its target attribute: each activation row put in the weights' order once, `vectors`
 // Vectors per super-block, by order(row, nb, out) on the calling thread's scratch (slot 0, read
@@ -382,9 +441,11 @@ void k_gemm_tasks(int64_t m, int64_t n, int64_t k, const void* a, const void* w,
       const int cols = int(std::min<int64_t>(kTaskCols, n - j0));
       Packed* g0 = packed;
       Packed* g1 = packed + nb;
-      for (int lane0 = 0; lane0 < kCols; lane0 += 8) pack_k_lanes<W>(wp, w_row, j0, std::min(cols, kCols), lane0, nb, g0);
+      for (int lane0 = 0; lane0 < kCols; lane0 += 8)
+        pack_k_lanes<W>(wp, w_row, j0, std::min(cols, kCols), lane0, nb, g0);
       if (cols > kCols)
-        for (int lane0 = 0; lane0 < kCols; lane0 += 8) pack_k_lanes<W>(wp, w_row, j0 + kCols, cols - kCols, lane0, nb, g1);
+        for (int lane0 = 0; lane0 < kCols; lane0 += 8)
+          pack_k_lanes<W>(wp, w_row, j0 + kCols, cols - kCols, lane0, nb, g1);
       else
         g1 = g0;  // computed, never stored
       for (int64_t i0 = 0; i0 < m; i0 += kRows) {

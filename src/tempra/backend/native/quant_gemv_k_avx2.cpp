@@ -102,37 +102,18 @@ TEMPRA_AVX2 inline __m256i k_lanes(const KBlock<W>& x, const __m256i* a, const i
   return _mm256_add_epi32(sums[0], sums[1]);
 }
 
-// Eight weight rows from j0 (rows past the last repeat it) against one activation row: its Q8_K
-// blocks (scales, block sums) and its quad-ordered codes. The next group's rows are prefetched
-// as these are read.
+// Eight weight rows against one activation row (quant_gemm_x86.h's k_gemv_rows, with this
+// arm's k_lanes and target).
 template <KWeights W>
-TEMPRA_AVX2 void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_K* a,
-                           const __m256i* a_ordered, float* c) {
-  constexpr bool kMins = W != KWeights::q6_k;
-  const KBlock<W>* row[8];
-  for (int r = 0; r < 8; ++r) row[r] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
-  const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
-  x86::KRowSums<kMins> sums;
-  sums.clear();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i lanes[8], min_terms[8];
-    uint16_t d_bits[8], dmin_bits[8];
-    for (int r = 0; r < 8; ++r) {
-      for (size_t offset = 0; offset < sizeof(KBlock<W>); offset += 64)
-        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
-      min_terms[r] = _mm256_setzero_si256();
-      lanes[r] = k_lanes<W>(row[r][b], a_ordered + b * kActivationVectors<W>, a[b].bsums, min_terms[r]);
-      d_bits[r] = row[r][b].d.bits;
-      dmin_bits[r] = x86::dmin_bits(row[r][b]);
-    }
-    sums.add(lanes, min_terms, d_bits, dmin_bits, a[b].d);
-  }
-  sums.store(c, rows);
+TEMPRA_AVX2 __attribute__((flatten)) void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb,
+                                                    const BlockQ8_K* a, const __m256i* a_ordered, float* c) {
+  x86::k_gemv_rows<W, __m256i, &k_lanes<W>>(w, w_row, j0, rows, nb, a, a_ordered, kActivationVectors<W>, c);
 }
 
 template <KWeights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  x86::k_gemv_tasks<W, __m256i>(m, n, k, a, w, c, ldc, pool, kActivationVectors<W>, &order_activations<W>, &gemv_rows<W>);
+  x86::k_gemv_tasks<W, __m256i>(m, n, k, a, w, c, ldc, pool, kActivationVectors<W>, &order_activations<W>,
+                                &gemv_rows<W>);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ constexpr int kVectors = kSuperBlock / 64;
 
 // Each 32 bytes of v in quad order (quant_gemm_x86.h's quad_order, on both halves at once).
 TEMPRA_VNNI inline __m512i quad_order(__m512i v) {
-  const __m512i dwords = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15), v);
+  const __m512i dwords =
+      _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15), v);
   return _mm512_shuffle_epi8(dwords, _mm512_broadcast_i32x4(x86::quad_transpose_128()));
 }
 
@@ -65,7 +66,8 @@ constexpr int sub_block_of(int v, int half) {
 // The scale pairs of code vector v: dword t of `pairs` (sub-block t's) spread over its half.
 template <KWeights W>
 TEMPRA_VNNI inline __m512i scales_of(__m256i pairs, int v) {
-  const __m512i index = _mm512_inserti64x4(_mm512_set1_epi32(sub_block_of<W>(v, 0)), _mm256_set1_epi32(sub_block_of<W>(v, 1)), 1);
+  const __m512i index =
+      _mm512_inserti64x4(_mm512_set1_epi32(sub_block_of<W>(v, 0)), _mm256_set1_epi32(sub_block_of<W>(v, 1)), 1);
   return _mm512_permutexvar_epi32(index, _mm512_castsi256_si512(pairs));
 }
 
@@ -98,8 +100,9 @@ TEMPRA_VNNI inline __m512i codes_of(const KBlock<W>& x, int v) {
     const int h = v / 2;
     const __m512i ql = quad_order(_mm512_loadu_si512(x.ql + 64 * h));
     const __m256i qh = x86::load256(x.qh + 32 * h);
-    const __m512i high = _mm512_and_si512(
-        quad_order(_mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1)), _mm512_set1_epi8(0x33));
+    const __m512i high =
+        _mm512_and_si512(quad_order(_mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1)),
+                         _mm512_set1_epi8(0x33));
     return v % 2 == 0 ? _mm512_ternarylogic_epi32(ql, _mm512_slli_epi16(high, 4), nibble, 0xE4)
                       : _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), high, nibble, 0xE4);
   } else {
@@ -108,9 +111,8 @@ TEMPRA_VNNI inline __m512i codes_of(const KBlock<W>& x, int v) {
     if constexpr (W == KWeights::q5_k) {
       // Bit t of qh[l] is element l of sub-block t's fifth bit.
       const __m512i qh = quad_order(_mm512_broadcast_i64x4(x86::load256(x.qh)));
-      const __m512i bits =
-          _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << sub_block_of<W>(v, 0))),
-                             _mm256_set1_epi8(static_cast<char>(1 << sub_block_of<W>(v, 1))), 1);
+      const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << sub_block_of<W>(v, 0))),
+                                              _mm256_set1_epi8(static_cast<char>(1 << sub_block_of<W>(v, 1))), 1);
       codes = _mm512_mask_add_epi8(codes, _mm512_test_epi8_mask(qh, bits), codes, _mm512_set1_epi8(16));
     }
     return codes;
@@ -133,38 +135,18 @@ TEMPRA_VNNI inline __m256i k_lanes(const KBlock<W>& x, const __m512i* a, const i
   return _mm256_add_epi32(_mm512_castsi512_si256(both), _mm512_extracti64x4_epi64(both, 1));
 }
 
-// Eight weight rows from j0 (rows past the last repeat it) against one activation row: its Q8_K
-// blocks (scales, block sums) and its quad-ordered codes. The next group's rows are prefetched
-// as these are read.
+// Eight weight rows against one activation row (quant_gemm_x86.h's k_gemv_rows, with this
+// arm's k_lanes and target).
 template <KWeights W>
-TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb, const BlockQ8_K* a,
-                           const __m512i* a_ordered, float* c) {
-  constexpr bool kMins = W != KWeights::q6_k;
-  const KBlock<W>* row[8];
-  for (int r = 0; r < 8; ++r) row[r] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
-  const size_t ahead = 8 * w_row;  // the same super-block of the next group's rows
-  x86::KRowSums<kMins> sums;
-  sums.clear();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i lanes[8];
-    __m256i min_terms[8];
-    uint16_t d_bits[8], dmin_bits[8];
-    for (int r = 0; r < 8; ++r) {
-      for (size_t offset = 0; offset < sizeof(KBlock<W>); offset += 64)
-        prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
-      min_terms[r] = _mm256_setzero_si256();
-      lanes[r] = k_lanes<W>(row[r][b], a_ordered + b * kActivationVectors<W>, a[b].bsums, min_terms[r]);
-      d_bits[r] = row[r][b].d.bits;
-      dmin_bits[r] = x86::dmin_bits(row[r][b]);
-    }
-    sums.add(lanes, min_terms, d_bits, dmin_bits, a[b].d);
-  }
-  sums.store(c, rows);
+TEMPRA_VNNI __attribute__((flatten)) void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t nb,
+                                                    const BlockQ8_K* a, const __m512i* a_ordered, float* c) {
+  x86::k_gemv_rows<W, __m512i, &k_lanes<W>>(w, w_row, j0, rows, nb, a, a_ordered, kActivationVectors<W>, c);
 }
 
 template <KWeights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
-  x86::k_gemv_tasks<W, __m512i>(m, n, k, a, w, c, ldc, pool, kActivationVectors<W>, &order_activations<W>, &gemv_rows<W>);
+  x86::k_gemv_tasks<W, __m512i>(m, n, k, a, w, c, ldc, pool, kActivationVectors<W>, &order_activations<W>,
+                                &gemv_rows<W>);
 }
 
 }  // namespace
