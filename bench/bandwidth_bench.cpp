@@ -13,7 +13,11 @@
 //                    line of each in turn (a GEMV over that many rows at once).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "tempra/core/thread_pool.h"
@@ -23,15 +27,22 @@ namespace {
 constexpr size_t kBytes = size_t(2) << 30;
 constexpr int64_t kLine = 64 / sizeof(int64_t);  // int64s per cache line
 
-const std::vector<int64_t>& data() {
-  static const std::vector<int64_t> bytes(kBytes / sizeof(int64_t), 1);  // touched once, shared by the runs
-  return bytes;
+// kBytes of ones, page-aligned so that each 64 bytes read is one cache line; touched once,
+// shared by the runs.
+std::span<const int64_t> data() {
+  static const std::unique_ptr<int64_t, decltype(&std::free)> bytes = [] {
+    std::unique_ptr<int64_t, decltype(&std::free)> p(static_cast<int64_t*>(std::aligned_alloc(4096, kBytes)),
+                                                     &std::free);
+    std::fill_n(p.get(), kBytes / sizeof(int64_t), int64_t(1));
+    return p;
+  }();
+  return {bytes.get(), kBytes / sizeof(int64_t)};
 }
 
 // Runs read(p, count) over each thread's half and reports the rate over all of kBytes.
 template <class Read>
 void read_halves(benchmark::State& state, int threads, Read read) {
-  const std::vector<int64_t>& d = data();
+  const std::span<const int64_t> d = data();
   tempra::ThreadPool pool(threads);
   std::vector<int64_t> partial(threads);
   const int64_t chunk = int64_t(d.size()) / threads;

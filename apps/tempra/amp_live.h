@@ -2,9 +2,11 @@
 //
 // Connects to a running JACK server (never starts one), registers a mono input and output,
 // and runs the model in JACK's process callback: input gain, process() in place, output gain.
-// The callback allocates nothing, takes no lock and does no I/O (amp_model.h's contract); it
-// reads the monotonic clock, its thread's CPU time and getrusage before and after, and keeps
-// its figures in atomics (times in fixed histograms). The main thread connects the ports (the
+// The callback allocates nothing, takes no lock of its own and does no I/O (amp_model.h's
+// contract); it reads the monotonic clock, its thread's CPU time and getrusage before and after
+// (system calls that never sleep on a standard kernel; getrusage takes the task's lock briefly,
+// a sleeping lock on PREEMPT_RT kernels), and keeps its figures in atomics (times in fixed
+// histograms). The main thread connects the ports (the
 // first physical capture port to the input, the output to the first two physical playback
 // ports, unless told otherwise), then reports once a second and at the end: callbacks, their
 // mean and worst time against the deadline (one period, buffer size / rate), the callbacks that

@@ -234,9 +234,10 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
 // blocked dot loop where it has neither) gives every element exactly the scalar dot's float:
 // encoded rows at two spreads and arbitrary bytes, row counts that leave every partial
 // micro-tile of 3, 4 and 6 rows, column counts that leave partial groups, GEMVs wide enough to
-// split across threads, GEMVs whose rows are whole chunks of sixteen blocks or up to 32 K-quant
-// super-blocks (read row after row) and longer ones (read side by side), no depth at all, 1 and
-// 2 threads, an output row stride wider than n (nothing written past n).
+// split across threads, GEMVs whose rows are whole chunks of sixteen blocks up to 256 blocks or
+// up to 32 K-quant super-blocks (read row after row) and others (read side by side: 33 blocks,
+// 272), no depth at all, 1 and 2 threads, an output row stride wider than n (nothing written
+// past n).
 TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
   std::mt19937 rng(31);
   std::normal_distribution<float> gauss;
@@ -254,7 +255,7 @@ TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
       for (const auto& [m, n, blocks] : std::vector<std::array<int64_t, 3>>{
                {1, 5, 1},  {2, 19, 2}, {3, 40, 3}, {4, 16, 2}, {5, 17, 3},   {6, 17, 2},  {7, 33, 1},  {8, 33, 2},
                {9, 40, 3}, {13, 70, 2}, {40, 36, 5}, {1, 140, 2}, {3, 136, 1}, {2, 9, 0}, {5, 9, 0},
-               {1, 37, 16}, {2, 20, 32}, {1, 9, 33}}) {
+               {1, 37, 16}, {2, 20, 32}, {1, 9, 33}, {1, 3, 256}, {1, 3, 272}}) {
         const int64_t k = blocks * unit;
         for (int trial = 0; trial < 3; ++trial) {
           std::vector<float> w32(static_cast<size_t>(n * k), 0.0f), a32(static_cast<size_t>(m * k), 0.0f);

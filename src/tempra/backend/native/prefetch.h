@@ -50,7 +50,8 @@ inline void prefetch_for_packing(const void* p) {
 
 // How far ahead a decode step that reads one weight row after another, as one stream, requests
 // it (native/gemm.cpp's skinny dots at m = 1 on AVX-512, 4-32 KiB measured alike there; the
-// streamed integer GEMVs of quant_gemm_avx512.cpp).
+// streamed integer GEMVs: quant_gemm_avx512.cpp's, and the K-quants' k_gemv_rows on both x86
+// arms).
 inline constexpr size_t kRowStreamPrefetchBytes = 8192;
 
 }  // namespace tempra::native

@@ -272,12 +272,6 @@ TEMPRA_X86_PACK __attribute__((always_inline)) inline void k_gemv_rows(const uin
     row[r] = reinterpret_cast<const KBlock<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
   KRowSums<kMins> sums;
   sums.clear();
-  const auto one_block = [&](int r, int64_t b, __m256i& lane_sums, __m256i& min_terms, uint16_t& d, uint16_t& dmin) {
-    min_terms = _mm256_setzero_si256();
-    lane_sums = lanes(row[r][b], a_ordered + b * vectors, a[b].bsums, min_terms);
-    d = row[r][b].d.bits;
-    dmin = dmin_bits(row[r][b]);
-  };
   if (nb <= kMaxStreamedSuperBlocks) {
     __m256i lane_sums[kMaxStreamedSuperBlocks][8], min_terms[kMaxStreamedSuperBlocks][8];
     uint16_t d[kMaxStreamedSuperBlocks][8], dmin[kMaxStreamedSuperBlocks][8];
@@ -287,7 +281,10 @@ TEMPRA_X86_PACK __attribute__((always_inline)) inline void k_gemv_rows(const uin
           __builtin_prefetch(
               reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row[r] + b) + offset + kRowStreamPrefetchBytes),
               0, 3);
-        one_block(r, b, lane_sums[b][r], min_terms[b][r], d[b][r], dmin[b][r]);
+        min_terms[b][r] = _mm256_setzero_si256();
+        lane_sums[b][r] = lanes(row[r][b], a_ordered + b * vectors, a[b].bsums, min_terms[b][r]);
+        d[b][r] = row[r][b].d.bits;
+        dmin[b][r] = dmin_bits(row[r][b]);
       }
     for (int64_t b = 0; b < nb; ++b) sums.add(lane_sums[b], min_terms[b], d[b], dmin[b], a[b].d);
   } else {
@@ -298,7 +295,10 @@ TEMPRA_X86_PACK __attribute__((always_inline)) inline void k_gemv_rows(const uin
       for (int r = 0; r < 8; ++r) {
         for (size_t offset = 0; offset < sizeof(KBlock<W>); offset += 64)
           prefetch_weights(reinterpret_cast<const char*>(row[r] + b) + ahead + offset);
-        one_block(r, b, lane_sums[r], min_terms[r], d[r], dmin[r]);
+        min_terms[r] = _mm256_setzero_si256();
+        lane_sums[r] = lanes(row[r][b], a_ordered + b * vectors, a[b].bsums, min_terms[r]);
+        d[r] = row[r][b].d.bits;
+        dmin[r] = dmin_bits(row[r][b]);
       }
       sums.add(lane_sums, min_terms, d, dmin, a[b].d);
     }
@@ -310,8 +310,8 @@ TEMPRA_X86_PACK __attribute__((always_inline)) inline void k_gemv_rows(const uin
 // carry its target attribute: each activation row put in the weights' order once, `vectors`
 // Vectors per super-block, by order(row, nb, out) on the calling thread's scratch (slot 0, read
 // by every task); then tasks of eight weight rows, rows(w, w_row, j0, count, nb, activation row,
-// its ordered vectors, c) for each activation row. (The eight rows' loop itself is each arm's:
-// it must carry the arm's target to inline the arm's lane sums.)
+// its ordered vectors, c) for each activation row. (The eight rows' step is k_gemv_rows, wrapped
+// by each arm so that it carries the arm's target and inlines the arm's lane sums.)
 template <KWeights W, class Vector, class Order, class Rows>
 void k_gemv_tasks(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc,
                   ThreadPool& pool, int vectors, Order order, Rows rows_of) {
