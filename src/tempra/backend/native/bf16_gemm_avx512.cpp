@@ -37,6 +37,7 @@
 #include "tempra/backend/native/native.h"
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/scratch.h"
+#include "tempra/backend/native/transpose_avx512.h"
 #include "tempra/core/thread_pool.h"
 
 namespace tempra::native {
@@ -71,30 +72,6 @@ TEMPRA_BF16 void round_rows(const float* a, int64_t lda, int64_t k, int64_t kp, 
       r = _mm512_mask_or_epi32(r, nan, high, quiet);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + p), _mm512_cvtepi32_epi16(r));
     }
-  }
-}
-
-// Transposes 16 rows of 16 32-bit elements in place: r[i][j] becomes r[j][i].
-TEMPRA_BF16 inline void transpose16(__m512i (&r)[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {  // per 128-bit lane L: rows i, i + 1 at columns 4L .. 4L + 3, interleaved
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {  // u[i + c], lane L: column 4L + c of rows i .. i + 3
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {  // column 4L + c: lane L of u[c], u[4 + c], u[8 + c], u[12 + c]
-    const __m512i low0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), high0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee);
-    const __m512i low1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-    const __m512i high1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(low0, low1, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(low0, low1, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(high0, high1, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(high0, high1, 0xdd);
   }
 }
 

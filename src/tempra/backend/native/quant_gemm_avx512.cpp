@@ -12,13 +12,14 @@
 // 16 columns x 4 bytes (64 bytes), as unsigned codes (Q8_0: w + 128; Q4_0: its 4-bit codes;
 // IQ4_NL, IQ4_XS: the grid value + 128, looked up by vpshufb), then the 16 columns' scales as
 // f32. IQ4_XS is eight such blocks per super-block, each with its sub-block scale (ls - 32), and
-// the super-block's d beside them; its activations are Q8_K rows read a block of 32 at a time. Activations are read in
-// place (Q8_0 rows): vpdpbusd takes each quad of a row broadcast to the 16 lanes. The unsigned weights add a known
-// term, sum((w + o) a) = sum(w a) + o sum(a) with o = 128 (Q8_0) or 8 (Q4_0, whose value is code - 8), which each
-// block's accumulator starts out subtracting: -o * sum(a), per row and block, tabled once per call with the rows'
-// scales as f32. A micro-tile is 6 rows x 32 columns; per block and row the float step is the dot's: Q8_0, IQ4_NL acc
-// += float(s) * (d_w * d_a); Q4_0 acc += float(s) * d_w * d_a, multiplied left to right; IQ4_XS acc += ((d_w * d_a) *
-// ls) * float(s).
+// the super-block's d beside them; its activations are Q8_K rows read a block of 32 at a time.
+// Activations are read in place (Q8_0 rows): vpdpbusd takes each quad of a row broadcast to the
+// 16 lanes. The unsigned weights add a known term, sum((w + o) a) = sum(w a) + o sum(a) with
+// o = 128 (Q8_0) or 8 (Q4_0, whose value is code - 8), which each block's accumulator starts out
+// subtracting: -o * sum(a), per row and block, tabled once per call with the rows' scales as f32.
+// A micro-tile is 6 rows x 32 columns; per block and row the float step is the dot's: Q8_0,
+// IQ4_NL acc += float(s) * (d_w * d_a); Q4_0 acc += float(s) * d_w * d_a, multiplied left to
+// right; IQ4_XS acc += ((d_w * d_a) * ls) * float(s).
 //
 // K-quants (vpmaddubsw, vpdpwssd): quant_gemm_x86.h's layout, shared with the AVX2 GEMM. Each
 // quad of a column holds four elements of one of the scalar dot's eight lane sums (lane = element
@@ -44,6 +45,7 @@
 #include "tempra/backend/native/prefetch.h"
 #include "tempra/backend/native/quant_gemm_x86.h"
 #include "tempra/backend/native/scratch.h"
+#include "tempra/backend/native/transpose_avx512.h"
 #include "tempra/backend/quant_dot.h"
 #include "tempra/core/half.h"
 #include "tempra/core/thread_pool.h"
@@ -521,36 +523,6 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
 
-// The sixteen columns' floats of sixteen rows (in[r], columns c0 .. c0 + 15) as sixteen columns
-// of sixteen rows (out[j] holds column j of rows 0 .. 15).
-TEMPRA_VNNI inline void transpose_16x16(const __m512* in, __m512* out) {
-  __m512 t[16], r[16];
-  for (int i = 0; i < 8; ++i) {  // per 128-bit lane k: elements 4k, 4k + 1 / 4k + 2, 4k + 3 of rows 2i, 2i + 1
-    t[2 * i] = _mm512_unpacklo_ps(in[2 * i], in[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(in[2 * i], in[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // r[4i + j], lane k: column 4k + j of rows 4i .. 4i + 3
-    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
-    const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
-  }
-  for (int j = 0; j < 4; ++j) {  // columns j, j + 8 (t[j], t[8 + j]) and j + 4, j + 12 of rows 0..7, 8..15
-    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
-  }
-  for (int j = 0; j < 4; ++j) {
-    out[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-    out[j + 8] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-    out[j + 4] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
-    out[j + 12] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
-  }
-}
-
 // The most blocks of 32 a row may have for gemv_rows_streamed (its terms stay in 16 KiB).
 constexpr int64_t kMaxStreamedBlocks = 256;
 
@@ -578,8 +550,9 @@ TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, 
   const __m512i d_offsets = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                _mm512_set1_epi32(int(sizeof(Block<W>))));
   constexpr size_t kChunkBytes = kLanes * sizeof(Block<W>);
-  for (int r = 0; r < kLanes; ++r) {
-    const Block<W>* row = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
+  for (int r = rows; r < kLanes; ++r) std::fill_n(terms[r], nb, 0.0f);  // lanes the store leaves out
+  for (int r = 0; r < rows; ++r) {
+    const Block<W>* row = reinterpret_cast<const Block<W>*>(w + size_t(j0 + r) * w_row);
     for (int64_t c0 = 0; c0 < nb; c0 += kLanes) {
       const Block<W>* blocks = row + c0;
       for (size_t offset = 0; offset < kChunkBytes; offset += 64)
@@ -606,10 +579,10 @@ TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, 
   }
   __m512 acc = _mm512_setzero_ps();
   for (int64_t c0 = 0; c0 < nb; c0 += kLanes) {
-    __m512 in[kLanes], columns[kLanes];
-    for (int r = 0; r < kLanes; ++r) in[r] = _mm512_load_ps(terms[r] + c0);
-    transpose_16x16(in, columns);
-    for (int b = 0; b < kLanes; ++b) acc = _mm512_add_ps(acc, columns[b]);
+    __m512i columns[kLanes];  // row r's terms, then (transposed) block b's of the sixteen rows
+    for (int r = 0; r < kLanes; ++r) columns[r] = _mm512_load_si512(terms[r] + c0);
+    transpose16(columns);
+    for (int b = 0; b < kLanes; ++b) acc = _mm512_add_ps(acc, _mm512_castsi512_ps(columns[b]));
   }
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
