@@ -21,12 +21,15 @@
 #include <vector>
 
 #include "tempra/backend/kernels.h"
+#include "tempra/core/aligned_vector.h"
 #include "tempra/core/half.h"
 
 namespace {
 
+// Operands on cache lines, as tempra's tensors are (core/storage.h): malloc's 16-byte alignment
+// would split every 64-byte load across two lines, for both libraries.
 struct Operands {
-  std::vector<float> a, b, c;
+  tempra::AlignedVector<float> a, b, c;
   Operands(int64_t m, int64_t n, int64_t k) : a(m * k), b(k * n), c(m * n) {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> dist(-1, 1);
@@ -86,7 +89,7 @@ void BM_tempra_half(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   tempra::ThreadPool pool(static_cast<int>(state.range(3)));
   Operands x(m, n, k);
-  std::vector<W> w(x.b.size());  // w[j * k + p], the f32 b rounded
+  tempra::AlignedVector<W> w(x.b.size());  // w[j * k + p], the f32 b rounded
   for (size_t i = 0; i < w.size(); ++i) w[i] = narrow<W>(x.b[i]);
   const auto gemm = half_weight_gemm<W>(tempra::kernels_for(tempra::Backend::native));
   for (auto _ : state) {

@@ -90,7 +90,7 @@ TEST(NativeGemmParity, FewColumnsManyRows) {
 }
 
 TEST(NativeGemmParity, LargerThanOneBlock) {
-  // Past the k-slice (384), m-block and n-panel sizes, with ragged edges everywhere.
+  // Past the k-slice (256), m-block and n-panel sizes, with ragged edges everywhere.
   check_gemm(1000, 1000, 64, Layout::row_major, Layout::row_major);
   check_gemm(200, 130, 1000, Layout::row_major, Layout::transposed);
   check_gemm(3, 4100, 65, Layout::row_major, Layout::transposed);
@@ -141,6 +141,32 @@ TEST(NativeGemmParity, HalfWeightsEverySizeBothPaths) {
   }
   check_half_weights<f16_t>(100, 130, 1000);
   check_half_weights<bf16_t>(1, 1000, 1000);
+}
+
+// The skinny dots tile a product by its row count (4, 6 or one row of w at a time, by arm and
+// m), but each output stays its own lane-wise chain: a row of a gives the same bits in a product
+// of m rows as on its own, for f32 and half weights alike.
+TEST(NativeGemmParity, SkinnyWeightProductsGiveEachRowTheBitsOfItsOwnProduct) {
+  const int64_t n = 77, k = 300;  // n: a partial block for 3, 4 and 6 rows of w
+  const auto a = parity::random_floats(32 * k, 11), w = parity::random_floats(n * k, 12);
+  std::vector<f16_t> w16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w16[i] = to_f16(w[i]);
+  ThreadPool pool(2);
+  const Kernels& nat = kernels_for(Backend::native);
+  for (int64_t m : {2, 5, 8, 13, 32}) {
+    SCOPED_TRACE("m=" + std::to_string(m));
+    std::vector<float> c(m * n), c16(m * n), row(n), row16(n);
+    nat.f32.gemm(m, n, k, a.data(), k, 1, w.data(), 1, k, c.data(), n, pool);
+    nat.gemm_f16_weights(m, n, k, a.data(), k, w16.data(), k, c16.data(), n, pool);
+    for (int64_t i = 0; i < m; ++i) {
+      nat.f32.gemm(1, n, k, a.data() + i * k, k, 1, w.data(), 1, k, row.data(), n, pool);
+      nat.gemm_f16_weights(1, n, k, a.data() + i * k, k, w16.data(), k, row16.data(), n, pool);
+      EXPECT_TRUE(parity::bitwise_equal(std::vector<float>(c.begin() + i * n, c.begin() + (i + 1) * n), row))
+          << "f32, row " << i;
+      EXPECT_TRUE(parity::bitwise_equal(std::vector<float>(c16.begin() + i * n, c16.begin() + (i + 1) * n), row16))
+          << "f16, row " << i;
+    }
+  }
 }
 
 TEST(NativeGemmParity, EmptyDepthGivesZeros) {

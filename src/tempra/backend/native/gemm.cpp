@@ -79,11 +79,14 @@ constexpr int kMr = 6, kNv = 2;  // 12 accumulators of 16 registers
 constexpr int kMr = 8, kNv = 3;  // NEON: 24 accumulators of 32 registers
 #endif
 constexpr int kNr = kNv * kLanes;
-constexpr int64_t kKc = 384;                      // a kMr x kKc strip + kKc x kNr strip fit in L1/L2
+// A kKc x kNr strip of b (48 KiB on AVX-512) is read by every kMr-row strip of an a block, from
+// L1 where it fits (a 48 KiB L1: Zen 5, recent Xeons), else from L2. 384 (72 KiB) ran 4-15%
+// slower on a Zen 5 (session 29, docs/BENCHMARK.md); 128 no faster than 256.
+constexpr int64_t kKc = 256;
 // Quantized weights: a multiple of every block size (the 256 of the K-quants' super-block), and
-// under kKc so the strips stay where kKc's do (a kNr x 256 strip of b is 48 KiB on AVX-512).
+// no deeper than kKc so the strips stay where kKc's do.
 constexpr int64_t kQuantKc = quant::kSuperBlock;
-constexpr int64_t kMc = kMr * 16;                 // an a block of kMc x kKc stays in L2
+constexpr int64_t kMc = kMr * 32;                 // an a block of kMc x kKc (256 KiB) stays in L2
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
 constexpr int64_t kUnpackedB = 64 * 1024;  // floats of a row-major b used in place (256 KiB)
@@ -115,7 +118,17 @@ inline V load_row_partial(const B* p, int count) {
 template <int MR, bool kPacked>
 inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t b_row,
                          float* c, int64_t ldc, int rows, int cols, bool accumulate) {
-  if constexpr (kPacked) a_row = 1, a_col = MR, b_row = kNr;
+  if constexpr (kPacked) {
+    a_row = 1, a_col = MR, b_row = kNr;
+    // The c tile is read (or written) once the kc steps are done; asking for its lines now
+    // hides their miss behind those steps. c's rows are ldc apart (16 KiB at n = 4096), a line
+    // each the hardware prefetchers do not guess: 4096^3 on one Zen 5 thread, 164 -> 185 GFLOP/s.
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < kNv; ++v)
+        if (i < rows) __builtin_prefetch(c + i * ldc + v * kLanes, 1, 3);
+  }
   V acc[MR][kNv];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -379,12 +392,23 @@ inline void dot_tile_chunk(int64_t p0, int64_t p1, const float* const* x, const 
     for (int q = 0; q < C; ++q) acc_io[r][q] = acc[r][q];
 }
 
+// dot_tile_chunk over the first `rows` (1..R) of x and acc: a last tile of fewer rows runs a
+// narrower kernel instead of repeating a row (m = 1: decode, where a repeated row would be
+// R - 1 FMAs wasted for every useful one).
+template <int R, int C, class W>
+inline void dot_tile_rows(int rows, int64_t p0, int64_t p1, const float* const* x, const W* const* y,
+                          V (&acc)[R][C], size_t ahead) {
+  if constexpr (R > 1)
+    if (rows < R) return dot_tile_rows<R - 1, C>(rows, p0, p1, x, y, reinterpret_cast<V(&)[R - 1][C]>(acc), ahead);
+  dot_tile_chunk<R, C>(p0, p1, x, y, acc, ahead);
+}
+
 // Skinny, b = w^T with w[n, k] row-major (b_row == 1): c[i, j] = dot(a_i, w_j). Rows of a are
 // made contiguous first when they are not (m x k floats: small). A task takes C rows of w and
 // walks k in chunks small enough that those rows stay in L1 while every row of a streams past
 // them; the partial sums wait in acc between chunks. Each w row's bytes `ahead` bytes on are
 // prefetched as it is read.
-template <int C, class W>
+template <int C, int R, class W>
 void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                  int64_t w_row, float* c, int64_t c_row, int64_t c_col, size_t ahead, ThreadPool& pool) {
   if (a_col != 1) {
@@ -394,7 +418,6 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
     a = copy;
     a_row = k;
   }
-  constexpr int R = 4;
   constexpr int64_t kChunk = 256 * 16;  // elements of k per pass: each row of w in 16 KiB (f32)
   static_assert(kChunk % kLanes == 0 && kSkinnyRows % R == 0);
   const int64_t column_blocks = (n + C - 1) / C, row_tiles = (m + R - 1) / R;
@@ -415,14 +438,11 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
           const int64_t i0 = t * R;
           const float* x[R];
           for (int r = 0; r < R; ++r) x[r] = a + std::min(i0 + r, m - 1) * a_row;
-          // A last tile of fewer rows runs a narrower kernel instead of repeating a row (m = 1:
-          // decode, where a repeated row would be 3 FMAs wasted for every useful one).
-          switch (std::min<int64_t>(R, m - i0)) {
-            case 1: dot_tile_chunk<1, C>(p0, p1, x, y, reinterpret_cast<V(&)[1][C]>(acc[t]), ahead); break;
-            case 2: dot_tile_chunk<2, C>(p0, p1, x, y, reinterpret_cast<V(&)[2][C]>(acc[t]), ahead); break;
-            case 3: dot_tile_chunk<3, C>(p0, p1, x, y, reinterpret_cast<V(&)[3][C]>(acc[t]), ahead); break;
-            default: dot_tile_chunk<R, C>(p0, p1, x, y, acc[t], ahead); break;
-          }
+          // The first tile brings the C rows of w into L1 and asks for the next block's; the
+          // other tiles read them from there, where a prefetch each would be a wasted request
+          // (m = 16 on a Zen 5: 77-87 -> 93-100 GFLOP/s for prefetching from the first only).
+          const size_t tile_ahead = t == 0 ? ahead : 0;
+          dot_tile_rows<R, C>(static_cast<int>(std::min<int64_t>(R, m - i0)), p0, p1, x, y, acc[t], tile_ahead);
         }
       }
       for (int64_t t = 0; t < row_tiles; ++t)
@@ -440,16 +460,28 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
 // row's one chain of FMAs then bounds the rate: 8-lane vectors (the AVX2 arm, on the same CPU)
 // read 14.1-14.8 tok/s one row at a time, 21.2 two, 21.9-24.5 four, so the other arms keep
 // four. With more rows of a, each row of w read serves them all from L1 and four rows keep 16
-// FMA chains going. Every output's order is the same either way (acc[r][q] is its own
-// lane-wise chain), so the tiling changes no bits.
+// FMA chains going. From 8 rows of a on AVX-512, six rows of w a block (24 accumulators, six
+// rows of w and one of a in 32 registers): a's rows, which come from L2 once m of them outgrow
+// L1 (16 rows of 4 KiB at k = 1024), are read once for every six rows of w instead of four.
+// One Zen 5 thread, f32 (GFLOP/s, 4 -> 6): m = 16 ~100 -> ~120 at 1024 x 1024, 82 -> 96 at
+// 4096 x 4096; f16 weights m = 16 and 32, 2048 x 2048: 117-133 -> 149-165, 122-136 -> 168-182;
+// m = 2 and 4 ran slower with six. AVX2's 16 registers hold 12 accumulators, three rows of w
+// and one of a (four rows of w would spill accumulators): on the same Zen 5 through the avx2
+// preset, ~62-70 -> ~67-80 GFLOP/s for 8 <= m <= 32, 43-48 -> 49-55 at m = 2. Every output's
+// order is the same whatever the tiling (acc[r][q] is its own lane-wise chain), so the tiling
+// changes no bits.
 template <class W>
 void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                       int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
+  // The next column block's rows are prefetched as a block's are read: the same task reads them
+  // next (prefetch.h says why).
   if (kLanes >= 16 && m == 1)
-    return skinny_dots<1>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, kRowStreamPrefetchBytes, pool);
-  constexpr int C = 4;
-  // The next column block's rows, read by the same task next (prefetch.h says why).
-  skinny_dots<C>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * C * sizeof(W), pool);
+    return skinny_dots<1, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, kRowStreamPrefetchBytes, pool);
+  if (kLanes >= 16 && m >= 8)
+    return skinny_dots<6, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 6 * sizeof(W), pool);
+  if (kLanes == 8 && m >= 2)
+    return skinny_dots<3, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 3 * sizeof(W), pool);
+  skinny_dots<4, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 4 * sizeof(W), pool);
 }
 
 // gemm_packed's pack_panel for a b of floats or 16-bit floats at (row, column) strides.
