@@ -399,7 +399,9 @@ void gemm(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
 // (gemv_rows_streamed): one stream, which this CPU's prefetchers follow, where sixteen side by
 // side were not (an AMD EPYC Zen 5, 2026-12-07, tempra bench -p 0 -n 64 -r 3 alternated: Qwen3-0.6B
 // Q8_0 decode 39.1-40.0 -> 45.0-46.3 tok/s on one thread, 48.1 -> 51.6-54.7 on two; Q4_0 on two
-// 67.3-71.6 -> 76.4-82.5). The K-quants' GEMVs are quant_gemv_k_avx512.cpp's.
+// 67.3-71.6 -> 76.4-82.5). TQ2_0 likewise for rows of up to 16 super-blocks
+// (gemv_rows_streamed_tq2; same machine, session 29: 58.4-58.7 -> 66.5-67.1 tok/s on one thread,
+// 82-90 -> 98-101 on two). The K-quants' GEMVs are quant_gemv_k_avx512.cpp's.
 
 // The int32 sums of v[0..7]'s lanes by row, as one vector in row order: 128-bit lanes 0, 1 of
 // v[r] hold row r and 2, 3 row r + 8; with kInterleaved, lanes 0, 2 row r and 1, 3 row r + 8.
@@ -587,6 +589,67 @@ TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, 
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
 
+// The most super-blocks a row may have for gemv_rows_streamed_tq2 (its partial sums stay in 16 KiB).
+constexpr int64_t kMaxStreamedSuperBlocks = 16;
+
+// gemv_rows for TQ2_0 with the group's rows read one after another, as gemv_rows_streamed reads
+// the one-block formats. A super-block's 64 bytes of codes hold its blocks s and s + 4 in bit
+// pair s of the two 32-byte groups, so one load, shifted and masked, gives both to one vpdpbusd
+// against their activations side by side; the four products of a super-block add up (exact in
+// int32) into the row's partial sums, which wait in partial[][]. Then, super-block after
+// super-block, each row's vector is folded to 256 bits, rows r and r + 8 paired, and
+// row_sums_16 gives the sixteen rows' sums: the integer sums gemv_rows forms, the same float
+// step after them in the same order, so the same bits.
+TEMPRA_VNNI void gemv_rows_streamed_tq2(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t super_blocks,
+                                        const uint8_t* a, const int32_t* start, const float* scale, float* c) {
+  constexpr Weights W = Weights::tq2_0;
+  alignas(64) __m512i partial[kLanes][kMaxStreamedSuperBlocks];
+  // Blocks s and s + 4 of each super-block's activations as one zmm: made once for the rows.
+  alignas(64) __m512i pairs[kMaxStreamedSuperBlocks][4];
+  for (int64_t b = 0; b < super_blocks; ++b)
+    for (int s = 0; s < 4; ++s)
+      pairs[b][s] = _mm512_inserti64x4(_mm512_castsi256_si512(x86::load256(a + a_block_offset<W>(8 * b + s))),
+                                       x86::load256(a + a_block_offset<W>(8 * b + s + 4)), 1);
+  for (int r = rows; r < kLanes; ++r) std::fill_n(partial[r], super_blocks, _mm512_setzero_si512());
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* row = w + size_t(j0 + r) * w_row;
+    for (size_t offset = 0; offset < w_row; offset += 64)
+      __builtin_prefetch(row + offset + kRowStreamPrefetchBytes, 0, 3);
+    const auto* blocks = reinterpret_cast<const Block<W>*>(row);
+    for (int64_t b = 0; b < super_blocks; ++b) {
+      const __m512i groups = _mm512_loadu_si512(blocks[b].qs);
+      __m512i sum = _mm512_setzero_si512();
+      for (int s = 0; s < 4; ++s) {
+        const __m512i codes = _mm512_and_si512(_mm512_srli_epi16(groups, 2 * s), _mm512_set1_epi8(3));
+        sum = _mm512_dpbusd_epi32(sum, codes, pairs[b][s]);
+      }
+      partial[r][b] = sum;
+    }
+  }
+  // Row r's d at row 0's block + r * w_row (rows past the last repeat it, as gemv_rows does).
+  const __m512i d_offsets =
+      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                          _mm512_set1_epi32(rows - 1)),
+                         _mm512_set1_epi32(int(w_row)));
+  const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < super_blocks; ++b) {
+    __m512i halves[8];  // rows r and r + 8, each folded to 256 bits
+    for (int r = 0; r < 8; ++r) {
+      const __m512i low = partial[r][b], high = partial[r + 8][b];
+      const __m256i low_half = _mm256_add_epi32(_mm512_castsi512_si256(low), _mm512_extracti64x4_epi64(low, 1));
+      const __m256i high_half = _mm256_add_epi32(_mm512_castsi512_si256(high), _mm512_extracti64x4_epi64(high, 1));
+      halves[r] = _mm512_inserti64x4(_mm512_castsi256_si512(low_half), high_half, 1);
+    }
+    int32_t block_start = 0;
+    for (int s = 0; s < 8; ++s) block_start += start[8 * b + s];
+    const __m512i sums = _mm512_add_epi32(row_sums_16(halves), _mm512_set1_epi32(block_start));
+    const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d_words<W>(d_offsets, first + b)));
+    acc = add_block<W>(acc, sums, dw, _mm512_set1_ps(scale[8 * b + 7]), dw);
+  }
+  _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
+}
+
 template <Weights W>
 void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* c, int64_t ldc, ThreadPool& pool) {
   const int64_t nb = k / kBlock32, weight_blocks = nb / kSubBlocks<W>;
@@ -597,11 +660,19 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   const int64_t groups = (n + kLanes - 1) / kLanes;
   bool streamed = false;
   if constexpr (kSubBlocks<W> == 1) streamed = nb % kLanes == 0 && nb <= kMaxStreamedBlocks;
+  if constexpr (W == Weights::tq2_0) streamed = weight_blocks <= kMaxStreamedSuperBlocks;
   pool.parallel_for(groups, 4, [&](int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
       const int64_t j0 = g * kLanes;
       const int rows = int(std::min<int64_t>(kLanes, n - j0));
       for (int64_t i = 0; i < m; ++i) {
+        if constexpr (W == Weights::tq2_0) {
+          if (streamed) {
+            gemv_rows_streamed_tq2(wp, w_row, j0, rows, weight_blocks, ap + size_t(i) * a_row, t.start + i * nb,
+                                   t.scale + i * nb, c + i * ldc + j0);
+            continue;
+          }
+        }
         if constexpr (kSubBlocks<W> == 1) {
           if (streamed) {
             gemv_rows_streamed<W>(wp, w_row, j0, rows, weight_blocks, ap + size_t(i) * a_row, t.start + i * nb,
