@@ -143,9 +143,10 @@ TEST(NativeGemmParity, HalfWeightsEverySizeBothPaths) {
   check_half_weights<bf16_t>(1, 1000, 1000);
 }
 
-// The skinny dots tile a product by its row count (4, 6 or one row of w at a time, by arm and
-// m), but each output stays its own lane-wise chain: a row of a gives the same bits in a product
-// of m rows as on its own, for f32 and half weights alike.
+// The skinny dots tile a product by its row count (one, three, four or six rows of w at a time,
+// by arm and m; last tiles of one to three rows of a), but each output stays its own lane-wise
+// chain: a row of a gives the same bits in a product of m rows as on its own, for f32 and half
+// weights alike.
 TEST(NativeGemmParity, SkinnyWeightProductsGiveEachRowTheBitsOfItsOwnProduct) {
   const int64_t n = 77, k = 300;  // n: a partial block for 3, 4 and 6 rows of w
   const auto a = parity::random_floats(32 * k, 11), w = parity::random_floats(n * k, 12);
@@ -153,7 +154,7 @@ TEST(NativeGemmParity, SkinnyWeightProductsGiveEachRowTheBitsOfItsOwnProduct) {
   for (size_t i = 0; i < w.size(); ++i) w16[i] = to_f16(w[i]);
   ThreadPool pool(2);
   const Kernels& nat = kernels_for(Backend::native);
-  for (int64_t m : {2, 5, 8, 13, 32}) {
+  for (int64_t m : {2, 5, 7, 8, 13, 30, 32}) {
     SCOPED_TRACE("m=" + std::to_string(m));
     std::vector<float> c(m * n), c16(m * n), row(n), row16(n);
     nat.f32.gemm(m, n, k, a.data(), k, 1, w.data(), 1, k, c.data(), n, pool);

@@ -171,7 +171,7 @@ void check_stored_nn(DType dtype, Shape s, Worst& worst) {
       worst);
 }
 
-// Shapes: n (the depth) past one 384-deep slice and not a multiple of it, k one block to past a
+// Shapes: n (the depth) past one k-slice and not a multiple of it, k one block to past a
 // b panel (kNc: 6144 columns on AVX-512), k a whole number of 32-blocks but not of strips, and
 // m below the skinny threshold.
 TEST(NativeQuantGemm, StoredWeightsUntransposedMatchFloat64) {

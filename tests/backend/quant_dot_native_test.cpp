@@ -234,9 +234,9 @@ TEST(QuantDotNative, arms_are_bit_identical_to_scalar_on_arbitrary_block_bytes) 
 // blocked dot loop where it has neither) gives every element exactly the scalar dot's float:
 // encoded rows at two spreads and arbitrary bytes, row counts that leave every partial
 // micro-tile of 3, 4 and 6 rows, column counts that leave partial groups, GEMVs wide enough to
-// split across threads, GEMVs whose rows are whole chunks of sixteen blocks up to 256 blocks or
-// up to 32 K-quant super-blocks (read row after row) and others (read side by side: 33 blocks,
-// 272), no depth at all, 1 and 2 threads, an output row stride wider than n (nothing written
+// split across threads, GEMVs whose rows are whole chunks of sixteen blocks up to 256 blocks, up
+// to 16 TQ2_0 or 32 K-quant super-blocks (read row after row) and others (read side by side: 33
+// blocks or super-blocks, 272), no depth at all, 1 and 2 threads, an output row stride wider than n (nothing written
 // past n).
 TEST(QuantDotNative, quant_dot_gemm_is_the_scalar_dot_per_element) {
   std::mt19937 rng(31);

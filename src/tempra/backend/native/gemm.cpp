@@ -13,9 +13,10 @@
 // - Skinny (m <= kSkinnyRows, the decode and short-prompt case), no packing of b, which would
 //   cost as much as the product: if b's rows are contiguous (b[k, n] row-major), the micro-kernel
 //   reads them in place; if its columns are (b = w^T with w[n, k] row-major, how weights are
-//   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, four rows of
-//   each at a time. A product with few columns (n <= kSkinnyRows) and contiguous rows of a is
-//   computed transposed through the same dot products.
+//   stored), each c[i, j] is a vectorized dot product of a row of a with a row of w, in tiles
+//   of four rows of a by one to six rows of w (gemm_skinny_dots says which). A product with few
+//   columns (n <= kSkinnyRows) and contiguous rows of a is computed transposed through the same
+//   dot products.
 // - Few columns (n <= kSkinnyRows), many rows, a stored transposed (a LoRA factor's gradient
 //   dY^T X: the depth is the tokens): c^T = b^T a^T on the skinny path, whose row-major b is
 //   then a's contiguous rows, into a scratch block transposed back; strips of b would have been
@@ -24,15 +25,16 @@
 //   to f32 exactly (in registers on the skinny path, while packing on the other), so the
 //   rounding class and tolerance are those of the f32 GEMM.
 // - Block-quantized weights (gemm_quant_weights, c = a w^T, w in any format of quant/formats.h):
-//   the packed path only, its slices kQuantKc = 256 deep instead of kKc, so that every slice of
-//   a weight row is whole blocks (a block is 32 or 256 elements). Packing a panel decodes each
-//   weight row's blocks in [p0, p0 + kc) with the format's reference dequantize_row and scatters
-//   them into the strips, once per panel for all threads; a last partial panel decodes only its
-//   own rows. The decoded weights are the reference decoder's exact f32 values, so the rounding
-//   class and tolerance are again those of the f32 GEMM, on the decoded weights. Decoding costs
-//   n k per product whatever m is and pays off only over many rows: the prefill path. Decode
-//   steps (m <= kSkinnyRows) belong to the quantized dots (backend/quant_dot.h), which never
-//   dequantize; choosing between them is the caller's (llm/model/qwen3.cpp's linear_rows).
+//   the packed path only, its slices kQuantKc = 256 deep (kKc's depth today, but fixed apart
+//   from it), so that every slice of a weight row is whole blocks (a block is 32 or 256
+//   elements). Packing a panel decodes each weight row's blocks in [p0, p0 + kc) with the
+//   format's reference dequantize_row and scatters them into the strips, once per panel for all
+//   threads; a last partial panel decodes only its own rows. The decoded weights are the
+//   reference decoder's exact f32 values, so the rounding class and tolerance are again those
+//   of the f32 GEMM, on the decoded weights. Decoding costs n k per product whatever m is and
+//   pays off only over many rows: the prefill path. Decode steps (m <= kSkinnyRows) belong to
+//   the quantized dots (backend/quant_dot.h), which never dequantize; choosing between them is
+//   the caller's (llm/model/qwen3.cpp's linear_rows).
 // - Stored weights, untransposed (gemm_stored_weights_nn, c = a w with w[n, k] in f16, bf16 or a
 //   block-quantized format: a linear layer's input gradient): the packed path over w's rows as the
 //   depth; packing a panel widens, or decodes with dequantize_row, each row's whole-block
@@ -51,6 +53,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -86,7 +89,7 @@ constexpr int64_t kKc = 256;
 // Quantized weights: a multiple of every block size (the 256 of the K-quants' super-block), and
 // no deeper than kKc so the strips stay where kKc's do.
 constexpr int64_t kQuantKc = quant::kSuperBlock;
-constexpr int64_t kMc = kMr * 32;                 // an a block of kMc x kKc (256 KiB) stays in L2
+constexpr int64_t kMc = kMr * 32;  // an a block of kMc x kKc (256 KiB on AVX-512, 192 on AVX2) stays in L2
 constexpr int64_t kNc = kNr * 128;                // a packed b panel of kKc x kNc stays in L3
 constexpr int64_t kSkinnyRows = 32;
 constexpr int64_t kUnpackedB = 64 * 1024;  // floats of a row-major b used in place (256 KiB)
@@ -126,8 +129,9 @@ inline void micro_kernel(int64_t kc, const float* a, int64_t a_row, int64_t a_co
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-      for (int v = 0; v < kNv; ++v)
-        if (i < rows) __builtin_prefetch(c + i * ldc + v * kLanes, 1, 3);
+      for (int j = 0; j < kNr; j += 16)  // a cache line at a time
+        if (i < rows)
+          __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(c + i * ldc) + 4 * j), 1, 3);
   }
   V acc[MR][kNv];
 #pragma GCC unroll 16
@@ -287,8 +291,8 @@ template <int64_t Kc, class PackPanel>
 void gemm_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col,
                  const PackPanel& pack_panel, float* c, int64_t ldc, ThreadPool& pool) {
   // Blocks of at most kMc rows, as many as a multiple of the threads where there are enough of
-  // them: 11 blocks of a 1024-row product keep one of two threads idle for the last one (8% of
-  // the product). The blocking of m does not change any c[i, j]'s order.
+  // them: an odd count keeps one of two threads idle for the last block (11 blocks of a 1024-row
+  // product once cost 8% of it that way). The blocking of m does not change any c[i, j]'s order.
   const int64_t threads = pool.size(), fewest = (m + kMc - 1) / kMc;
   const int64_t wanted = fewest >= threads ? (fewest + threads - 1) / threads * threads : fewest;
   const int64_t mc_block = ((m + wanted - 1) / wanted + kMr - 1) / kMr * kMr;
@@ -407,7 +411,7 @@ inline void dot_tile_rows(int rows, int64_t p0, int64_t p1, const float* const* 
 // made contiguous first when they are not (m x k floats: small). A task takes C rows of w and
 // walks k in chunks small enough that those rows stay in L1 while every row of a streams past
 // them; the partial sums wait in acc between chunks. Each w row's bytes `ahead` bytes on are
-// prefetched as it is read.
+// prefetched as the first row tile reads it.
 template <int C, int R, class W>
 void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const W* w,
                  int64_t w_row, float* c, int64_t c_row, int64_t c_col, size_t ahead, ThreadPool& pool) {
@@ -475,12 +479,15 @@ void gemm_skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
                       int64_t w_row, float* c, int64_t c_row, int64_t c_col, ThreadPool& pool) {
   // The next column block's rows are prefetched as a block's are read: the same task reads them
   // next (prefetch.h says why).
-  if (kLanes >= 16 && m == 1)
-    return skinny_dots<1, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, kRowStreamPrefetchBytes, pool);
-  if (kLanes >= 16 && m >= 8)
-    return skinny_dots<6, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 6 * sizeof(W), pool);
-  if (kLanes == 8 && m >= 2)
-    return skinny_dots<3, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 3 * sizeof(W), pool);
+  if constexpr (kLanes >= 16) {
+    if (m == 1)
+      return skinny_dots<1, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, kRowStreamPrefetchBytes, pool);
+    if (m >= 8)
+      return skinny_dots<6, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 6 * sizeof(W), pool);
+  } else if constexpr (kLanes == 8) {
+    if (m >= 2)
+      return skinny_dots<3, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 3 * sizeof(W), pool);
+  }
   skinny_dots<4, 4>(m, n, k, a, a_row, a_col, w, w_row, c, c_row, c_col, w_row * 4 * sizeof(W), pool);
 }
 
@@ -517,7 +524,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_
   // as the depth, as in a LoRA factor's dW = dY^T X): strips of b would be mostly padding, so
   // compute c^T = b^T a^T, whose b is a's contiguous rows, on the skinny path and transpose it
   // back. One in-order FMA chain per element: the bits of the skinny path it replaces (products
-  // that took the packed path, past kUnpackedB, were sums of 384-deep slices and round apart).
+  // that took the packed path, past kUnpackedB, were sums of kKc-deep slices and round apart).
   if (n <= kSkinnyRows && m > kSkinnyRows && a_row == 1 && a_col != 1 && m * n <= kTransposedOut) {
     float* ct = thread_scratch(3).floats(m * n);
     gemm_skinny_rows(n, m, k, b, b_col, b_row, a, a_col, ct, m, pool);

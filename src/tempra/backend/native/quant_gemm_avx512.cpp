@@ -590,7 +590,7 @@ TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, 
 }
 
 // The most super-blocks a row may have for gemv_rows_streamed_tq2 (its partial sums stay in 16 KiB).
-constexpr int64_t kMaxStreamedSuperBlocks = 16;
+constexpr int64_t kMaxStreamedTq2SuperBlocks = 16;
 
 // gemv_rows for TQ2_0 with the group's rows read one after another, as gemv_rows_streamed reads
 // the one-block formats. A super-block's 64 bytes of codes hold its blocks s and s + 4 in bit
@@ -603,18 +603,20 @@ constexpr int64_t kMaxStreamedSuperBlocks = 16;
 TEMPRA_VNNI void gemv_rows_streamed_tq2(const uint8_t* w, size_t w_row, int64_t j0, int rows, int64_t super_blocks,
                                         const uint8_t* a, const int32_t* start, const float* scale, float* c) {
   constexpr Weights W = Weights::tq2_0;
-  alignas(64) __m512i partial[kLanes][kMaxStreamedSuperBlocks];
+  alignas(64) __m512i partial[kLanes][kMaxStreamedTq2SuperBlocks];
   // Blocks s and s + 4 of each super-block's activations as one zmm: made once for the rows.
-  alignas(64) __m512i pairs[kMaxStreamedSuperBlocks][4];
+  alignas(64) __m512i pairs[kMaxStreamedTq2SuperBlocks][4];
   for (int64_t b = 0; b < super_blocks; ++b)
     for (int s = 0; s < 4; ++s)
       pairs[b][s] = _mm512_inserti64x4(_mm512_castsi256_si512(x86::load256(a + a_block_offset<W>(8 * b + s))),
                                        x86::load256(a + a_block_offset<W>(8 * b + s + 4)), 1);
-  for (int r = rows; r < kLanes; ++r) std::fill_n(partial[r], super_blocks, _mm512_setzero_si512());
+  for (int r = rows; r < kLanes; ++r)
+    for (int64_t b = 0; b < super_blocks; ++b) partial[r][b] = _mm512_setzero_si512();
   for (int r = 0; r < rows; ++r) {
     const uint8_t* row = w + size_t(j0 + r) * w_row;
     for (size_t offset = 0; offset < w_row; offset += 64)
-      __builtin_prefetch(row + offset + kRowStreamPrefetchBytes, 0, 3);
+      __builtin_prefetch(
+          reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(row) + offset + kRowStreamPrefetchBytes), 0, 3);
     const auto* blocks = reinterpret_cast<const Block<W>*>(row);
     for (int64_t b = 0; b < super_blocks; ++b) {
       const __m512i groups = _mm512_loadu_si512(blocks[b].qs);
@@ -660,7 +662,7 @@ void gemv(int64_t m, int64_t n, int64_t k, const void* a, const void* w, float* 
   const int64_t groups = (n + kLanes - 1) / kLanes;
   bool streamed = false;
   if constexpr (kSubBlocks<W> == 1) streamed = nb % kLanes == 0 && nb <= kMaxStreamedBlocks;
-  if constexpr (W == Weights::tq2_0) streamed = weight_blocks <= kMaxStreamedSuperBlocks;
+  if constexpr (W == Weights::tq2_0) streamed = weight_blocks <= kMaxStreamedTq2SuperBlocks;
   pool.parallel_for(groups, 4, [&](int64_t first, int64_t last) {
     for (int64_t g = first; g < last; ++g) {
       const int64_t j0 = g * kLanes;
