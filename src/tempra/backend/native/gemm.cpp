@@ -465,13 +465,13 @@ void skinny_dots(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
 // read 14.1-14.8 tok/s one row at a time, 21.2 two, 21.9-24.5 four, so the other arms keep
 // four. With more rows of a, each row of w read serves them all from L1 and four rows keep 16
 // FMA chains going. From 8 rows of a on AVX-512, six rows of w a block (24 accumulators, six
-// rows of w and one of a in 32 registers): a's rows, which come from L2 once m of them outgrow
-// L1 (16 rows of 4 KiB at k = 1024), are read once for every six rows of w instead of four.
-// One Zen 5 thread, f32 (GFLOP/s, 4 -> 6): m = 16 ~100 -> ~120 at 1024 x 1024, 82 -> 96 at
+// rows of w and one of a in 32 registers): each vector of a's rows read serves six rows of w
+// instead of four (k-chunks that keep m rows of a in L1 changed nothing, so L2 was not it).
+// One Zen 5 thread, f32 (GFLOP/s, 4 -> 6): m = 16 ~100 -> ~120 at 1024 x 1024, 78-82 -> 86-96 at
 // 4096 x 4096; f16 weights m = 16 and 32, 2048 x 2048: 117-133 -> 149-165, 122-136 -> 168-182;
 // m = 2 and 4 ran slower with six. AVX2's 16 registers hold 12 accumulators, three rows of w
-// and one of a (four rows of w would spill accumulators): on the same Zen 5 through the avx2
-// preset, ~62-70 -> ~67-80 GFLOP/s for 8 <= m <= 32, 43-48 -> 49-55 at m = 2. Every output's
+// and one of a (four rows of w: 16 accumulators in 16 registers): on the same Zen 5 through the
+// avx2 preset, 50-73 -> 57-83 GFLOP/s for 8 <= m <= 32, 48 -> 53-55 at m = 2. Every output's
 // order is the same whatever the tiling (acc[r][q] is its own lane-wise chain), so the tiling
 // changes no bits.
 template <class W>
