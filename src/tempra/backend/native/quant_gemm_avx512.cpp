@@ -159,6 +159,13 @@ TEMPRA_VNNI inline __m512i d_words(__m512i offsets, const Block<W>* block) {
     return _mm512_i32gather_epi32(offsets, static_cast<const void*>(block), 1);
 }
 
+// Lane r: the byte offset of row min(r, rows - 1) of rows w_row bytes apart, for a gather from
+// 16 rows whose last ones, past the group's `rows`, repeat its last.
+TEMPRA_VNNI inline __m512i clamped_row_offsets(int rows, size_t w_row) {
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return _mm512_mullo_epi32(_mm512_min_epi32(lanes, _mm512_set1_epi32(rows - 1)), _mm512_set1_epi32(int(w_row)));
+}
+
 // Packs columns j0 .. j0 + cols - 1 (cols <= 16; the last is repeated to fill the group) of the
 // weight rows, every block: the codes by load_quads (the transpose); the scales by plain loads
 // (Q8_0, Q4_0, IQ4_NL), or per super-block by a 32-bit gather of the f16 fields (IQ4_XS: d into
@@ -166,10 +173,7 @@ TEMPRA_VNNI inline __m512i d_words(__m512i offsets, const Block<W>* block) {
 template <Weights W>
 TEMPRA_VNNI void pack_group(const uint8_t* w, size_t w_row, int64_t j0, int cols, int64_t blocks, PackedBlock* out,
                             float* super_d) {
-  const __m512i offsets =
-      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(cols - 1)),
-                         _mm512_set1_epi32(int(w_row)));
+  const __m512i offsets = clamped_row_offsets(cols, w_row);
   const uint8_t* column[kLanes];
   for (int c = 0; c < kLanes; ++c) column[c] = w + size_t(j0 + std::min(c, cols - 1)) * w_row;
   const auto* first = reinterpret_cast<const Block<W>*>(column[0]);
@@ -455,10 +459,7 @@ TEMPRA_VNNI void gemv_rows(const uint8_t* w, size_t w_row, int64_t j0, int rows,
   for (int r = 0; r < kLanes; ++r)
     row[r] = reinterpret_cast<const Block<W>*>(w + size_t(j0 + std::min(r, rows - 1)) * w_row);
   // Row r's block at row[0] + r * w_row (rows past the last repeat it, as row[] does).
-  const __m512i d_offsets =
-      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(rows - 1)),
-                         _mm512_set1_epi32(int(w_row)));
+  const __m512i d_offsets = clamped_row_offsets(rows, w_row);
   const size_t ahead = kLanes * w_row;  // the same block of the next group's rows
   // Q4_0 and IQ4_NL: each block's sixteen f16 scales by plain loads, one block ahead, into
   // halves[] (a block later their stores are done and one load takes them). A gather held up
@@ -589,6 +590,11 @@ TEMPRA_VNNI void gemv_rows_streamed(const uint8_t* w, size_t w_row, int64_t j0, 
   _mm512_mask_storeu_ps(c, __mmask16((1u << rows) - 1), acc);
 }
 
+// The sums of v's two 256-bit halves, lane by lane (exact in int32 for the GEMVs' partial sums).
+TEMPRA_VNNI inline __m256i fold_to_256(__m512i v) {
+  return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+}
+
 // The most super-blocks a row may have for gemv_rows_streamed_tq2 (its partial sums stay in 16 KiB).
 constexpr int64_t kMaxStreamedTq2SuperBlocks = 16;
 
@@ -629,20 +635,14 @@ TEMPRA_VNNI void gemv_rows_streamed_tq2(const uint8_t* w, size_t w_row, int64_t 
     }
   }
   // Row r's d at row 0's block + r * w_row (rows past the last repeat it, as gemv_rows does).
-  const __m512i d_offsets =
-      _mm512_mullo_epi32(_mm512_min_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(rows - 1)),
-                         _mm512_set1_epi32(int(w_row)));
+  const __m512i d_offsets = clamped_row_offsets(rows, w_row);
   const auto* first = reinterpret_cast<const Block<W>*>(w + size_t(j0) * w_row);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < super_blocks; ++b) {
     __m512i halves[8];  // rows r and r + 8, each folded to 256 bits
-    for (int r = 0; r < 8; ++r) {
-      const __m512i low = partial[r][b], high = partial[r + 8][b];
-      const __m256i low_half = _mm256_add_epi32(_mm512_castsi512_si256(low), _mm512_extracti64x4_epi64(low, 1));
-      const __m256i high_half = _mm256_add_epi32(_mm512_castsi512_si256(high), _mm512_extracti64x4_epi64(high, 1));
-      halves[r] = _mm512_inserti64x4(_mm512_castsi256_si512(low_half), high_half, 1);
-    }
+    for (int r = 0; r < 8; ++r)
+      halves[r] =
+          _mm512_inserti64x4(_mm512_castsi256_si512(fold_to_256(partial[r][b])), fold_to_256(partial[r + 8][b]), 1);
     int32_t block_start = 0;
     for (int s = 0; s < 8; ++s) block_start += start[8 * b + s];
     const __m512i sums = _mm512_add_epi32(row_sums_16(halves), _mm512_set1_epi32(block_start));
