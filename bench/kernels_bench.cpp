@@ -251,6 +251,37 @@ void register_attention(const char* kernel, int64_t q_len, int64_t kv_len) {
   });
 }
 
+// Attention over an f16 KV cache read in place (cache_attention_f16, a forward pass's kernel):
+// Qwen3-0.6B's heads, the last 512-token chunk of a 2048-token prompt and one decode step at a
+// depth of 4096. Same GFLOP/s count as above.
+void register_cache_attention(const char* kernel, int64_t q_len, int64_t kv_len) {
+  register_both(kernel, {{16, 8, 128, q_len, kv_len}}, {"q_heads", "kv_heads", "head_dim", "q_len", "kv_len"},
+                [](benchmark::State& state, const Kernels& kernels) {
+    const int64_t q_heads = state.range(0), kv_heads = state.range(1), D = state.range(2), q_len = state.range(3),
+                  kv_len = state.range(4);
+    tempra::ThreadPool pool(threads_of(state, 5));
+    const std::vector<float> q = random_floats(q_len * q_heads * D, -1, 1, 11);
+    std::vector<tempra::f16_t> k(static_cast<size_t>(kv_heads * kv_len * D)), v(k.size());
+    const std::vector<float> kf = random_floats(int64_t(k.size()), -1, 1, 12), vf = random_floats(int64_t(v.size()), -1, 1, 13);
+    for (size_t i = 0; i < k.size(); ++i) {
+      k[i] = tempra::to_f16(kf[i]);
+      v[i] = tempra::to_f16(vf[i]);
+    }
+    std::vector<float> out(static_cast<size_t>(q_len * q_heads * D));
+    std::vector<float> scores(static_cast<size_t>(q_len * q_heads * kv_len));  // scalar's; native uses none
+    const tempra::CacheAttentionArgs<tempra::f16_t> args{q.data(), k.data(), v.data(), out.data(), q_heads, kv_heads,
+                                                         q_len, kv_len, D, kv_len * D,
+                                                         1.0 / std::sqrt(static_cast<double>(D))};
+    for (auto _ : state) {
+      kernels.cache_attention_f16(args, scores.data(), pool);
+      benchmark::DoNotOptimize(out.data());
+    }
+    int64_t visible_keys = 0;
+    for (int64_t i = 0; i < q_len; ++i) visible_keys += i + (kv_len - q_len) + 1;
+    set_flops(state, 2.0 * double(2 * D) * double(q_heads * visible_keys));
+  });
+}
+
 // ---- backward kernels ----------------------------------------------------------------------
 
 // The VJPs' hot kernels on the transformer block the training benchmark times (batch 8, seq 128,
@@ -358,6 +389,8 @@ void register_all() {
   register_rope();
   register_attention("attention_prefill", 512, 512);
   register_attention("attention_decode", 1, 1024);
+  register_cache_attention("cache_attention_f16_prefill", 512, 2048);
+  register_cache_attention("cache_attention_f16_decode", 1, 4096);
   register_backward();
   register_half_weight_gemm<tempra::f16_t>("gemm_f16_weights", &Kernels::gemm_f16_weights, &tempra::to_f16);
   register_half_weight_gemm<tempra::bf16_t>("gemm_bf16_weights", &Kernels::gemm_bf16_weights, &tempra::to_bf16);

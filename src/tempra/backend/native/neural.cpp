@@ -224,6 +224,25 @@ void score_tile(const float* const* q, const float* k, int64_t D, float* out, in
   }
 }
 
+// block[r * kKeyBlock + j] = q_r . k_j for the tile's rows and the block's keys [0, keys_here), in
+// register blocks of kScoreRows x kScoreKeys.
+void score_block(const TileRows& t, const float* k, int64_t D, int64_t keys_here, float* block) {
+  int64_t r = 0;
+  for (; r + kScoreRows <= t.rows; r += kScoreRows) {
+    int64_t j = 0;
+    for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
+      score_tile<kScoreRows, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+    for (; j < keys_here; ++j)
+      score_tile<kScoreRows, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+  }
+  for (; r < t.rows; ++r) {
+    int64_t j = 0;
+    for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
+      score_tile<1, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+    for (; j < keys_here; ++j) score_tile<1, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
+  }
+}
+
 // acc[r] = acc[r] * correction[r] + sum_j p[r][j] v_j for RR rows over `count` lanes of the value
 // dimension from d (count <= kLanes * CC; the last vector may be partial): multiply-adds in
 // increasing j, one accumulator per row and vector. kFull (count == kLanes * CC, as for every
@@ -258,6 +277,43 @@ void value_tile(float* const* acc, const float* const* p, const float* correctio
       if (lanes_of(c) == kLanes) store(dst, a[r][c]);
       else if (lanes_of(c) > 0) store_partial(dst, a[r][c], lanes_of(c));
     }
+}
+
+// A row's scores s[0, kKeyBlock) of the block at key j0 as scalar forms them before its
+// softmax: q . k * scale for the keys it sees, -inf for the others (those before `first`, from
+// `visible` on, and past keys_here, so that the whole block can be exponentiated and summed in
+// one order whichever rows set keys_here). Lane by lane, the same multiplications as scalar's;
+// returns the block's maximum (exact in any order).
+float visible_scores(float* s, int64_t j0, int64_t keys_here, int64_t first, int64_t visible, float scale) {
+  alignas(64) static constexpr float kLaneIndex[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  static_assert(kLanes <= 16 && kKeyBlock % kLanes == 0);
+  const V neg_inf = set1(-std::numeric_limits<float>::infinity()), vscale = set1(scale);
+  // The visible keys as block indices [lo, hi): small integers, exact as floats.
+  const V lo = set1(float(std::clamp<int64_t>(first - j0, 0, kKeyBlock)));
+  const V hi = set1(float(std::clamp<int64_t>(visible - j0, 0, keys_here)));
+  V block_max = neg_inf;
+  for (int j = 0; j < kKeyBlock; j += kLanes) {
+    const V index = add(load(kLaneIndex), set1(float(j)));
+    V score = select(less(index, lo), neg_inf, mul(load(s + j), vscale));
+    score = select(less(index, hi), score, neg_inf);
+    store(s + j, score);
+    block_max = max_raw(score, block_max);  // -inf lanes never NaN: the maximum of what is there
+  }
+  return reduce_max(block_max);
+}
+
+// The same with an additive mask row (attention's mask argument), one key at a time.
+float masked_scores(float* s, int64_t j0, int64_t keys_here, const TileRows& t, int64_t r, float scale) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  float block_max = neg_inf;
+  for (int64_t j = 0; j < keys_here; ++j) {
+    float score = j0 + j < t.visible[r] && j0 + j >= t.first[r] ? s[j] * scale : neg_inf;
+    score += t.mask[r][(j0 + j) * t.mask_stride];
+    s[j] = score;
+    block_max = std::max(block_max, score);
+  }
+  std::fill(s + keys_here, s + kKeyBlock, neg_inf);
+  return block_max;
 }
 
 // Floats of attend_tile's scratch for value dimension Dv and key dimension D.
@@ -306,35 +362,15 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
       k = widened_k;
       v = widened_v;
     }
-    // Scores, exactly as scalar forms them before the softmax: q . k * scale (+ mask).
-    int64_t r = 0;
-    for (; r + kScoreRows <= t.rows; r += kScoreRows) {
-      int64_t j = 0;
-      for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
-        score_tile<kScoreRows, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
-      for (; j < keys_here; ++j) score_tile<kScoreRows, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
-    }
-    for (; r < t.rows; ++r) {
-      int64_t j = 0;
-      for (; j + kScoreKeys <= keys_here; j += kScoreKeys)
-        score_tile<1, kScoreKeys>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
-      for (; j < keys_here; ++j) score_tile<1, 1>(t.q + r, k + j * D, D, block + r * kKeyBlock + j, kKeyBlock);
-    }
+    // Scores q . k, scaled (and masked) below as scalar does before its softmax.
+    score_block(t, k, D, keys_here, block);
     bool sees[kMaxTileRows];
-    for (r = 0; r < t.rows; ++r) {
+    for (int64_t r = 0; r < t.rows; ++r) {
       float* s = block + r * kKeyBlock;
-      float block_max = neg_inf;
-      for (int64_t j = 0; j < keys_here; ++j) {
-        float score = j0 + j < t.visible[r] && j0 + j >= t.first[r] ? s[j] * scale : neg_inf;
-        if (t.mask[r]) score += t.mask[r][(j0 + j) * t.mask_stride];
-        s[j] = score;
-        block_max = std::max(block_max, score);
-      }
+      const float block_max = t.mask[r] ? masked_scores(s, j0, keys_here, t, r, scale)
+                                        : visible_scores(s, j0, keys_here, t.first[r], t.visible[r], scale);
       sees[r] = block_max != neg_inf;
       if (!sees[r]) continue;  // nothing visible here: the row's state stays as it is
-      // The whole block is exponentiated and summed (exp(-inf) = 0 past keys_here), so the sum's
-      // order, which depends on its length, is the same whichever rows set keys_here.
-      std::fill(s + keys_here, s + kKeyBlock, neg_inf);
       const float m_new = std::max(m[r], block_max);
       correction[r] = std::exp(m[r] - m_new);                                // 0 on the first visible block
       l[r] = l[r] * correction[r] + row_exp_in_place(s, kKeyBlock, m_new);  // s[j] = p_j
@@ -345,7 +381,7 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
     const int64_t chunk = int64_t(kLanes) * kValueVectors;
     for (int64_t d = 0; d < Dv; d += chunk) {
       const int64_t count = std::min(chunk, Dv - d);
-      for (r = 0; r < t.rows;) {
+      for (int64_t r = 0; r < t.rows;) {
         if (!sees[r]) {
           ++r;
         } else if (r + kValueRows <= t.rows && std::all_of(sees + r, sees + r + kValueRows, [](bool b) { return b; })) {
