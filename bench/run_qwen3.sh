@@ -3,15 +3,16 @@
 # (bench/qwen3_bench.cpp), for docs/BENCHMARK.md.
 #
 # Usage: [BUILD=build/bench] [MODELS=/tmp/tempra_qwen3_bench] [THREADS="2"] [REPS=3]
-#        [TYPES="F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"] [CELLS="512:128"] [RSS_PROMPTS="512 4096"]
+#        [TYPES="F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"] [CELLS="512:128"] [RSS_PROMPTS="512 4096"] [RSS_TYPES=Q8_0]
 #        [PROMPTS="32,128,512,2048"] [GEN=128] [DEPTHS="0,4096"]
 #        bench/run_qwen3.sh [speed] [rss] [load] [tokenize] [native]   (speed rss tokenize when none is named)
 # - speed: for each type, thread count and cell PROMPT:GEN, one paired run (tempra, then
 #   llama.cpp, per repetition; medians of REPS) of a PROMPT-token prefill (forward passes of 512
 #   tokens in both) and GEN decode steps after it, i.e. at a depth of PROMPT: "4096:128" gives
 #   pp4096 and tg128 at depth 4096.
-# - rss: peak RSS of the Q8_0 model, each engine in its own process, a prefill of each of
-#   RSS_PROMPTS then 128 decode steps (so contexts of PROMPT + 128).
+# - rss: peak RSS of each of RSS_TYPES (Q8_0 unless set), each engine in its own process, a
+#   prefill of each of RSS_PROMPTS then 128 decode steps (so contexts of PROMPT + 128); llama.cpp's
+#   includes the weights it repacks at load (on x86: Q4_0, Q4_K, IQ4_NL with AVX2, Q2_K with AVX-512).
 # - load: each engine's load time for the Q8_0 model from a cold page cache (the kernel's caches
 #   dropped first; needs root, else the part says so and stops) and then from a warm one, each
 #   in its own process (rss's run at a 512-token prompt, whose line also gives that run's pp).
@@ -38,6 +39,7 @@ REPS=${REPS:-3}
 TYPES=${TYPES:-"F16 BF16 Q8_0 Q4_0 Q4_K_M Q6_K"}
 CELLS=${CELLS:-"512:128"}
 RSS_PROMPTS=${RSS_PROMPTS:-"512 4096"}
+RSS_TYPES=${RSS_TYPES:-Q8_0}
 WHAT=${*:-speed rss tokenize}
 root="$(cd "$(dirname "$0")/.." && pwd)"
 BENCH="$BUILD/bench/qwen3_bench"
@@ -94,11 +96,13 @@ for w in $WHAT; do
       done
       ;;
     rss)
-      path=$(model Q8_0)
-      for prompt in $RSS_PROMPTS; do
-        echo "## peak RSS, Q8_0, prefill $prompt + decode 128, threads ${THREADS%% *}; load: $(uptime | sed 's/.*load/load/')"
-        "$BENCH" rss tempra "$path" --threads "${THREADS%% *}" --prompt "$prompt"
-        "$BENCH" rss llama "$path" --threads "${THREADS%% *}" --prompt "$prompt"
+      for t in $RSS_TYPES; do
+        path=$(model "$t")
+        for prompt in $RSS_PROMPTS; do
+          echo "## peak RSS, $t, prefill $prompt + decode 128, threads ${THREADS%% *}; load: $(uptime | sed 's/.*load/load/')"
+          "$BENCH" rss tempra "$path" --threads "${THREADS%% *}" --prompt "$prompt"
+          "$BENCH" rss llama "$path" --threads "${THREADS%% *}" --prompt "$prompt"
+        done
       done
       ;;
     load)

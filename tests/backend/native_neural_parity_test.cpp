@@ -342,6 +342,52 @@ TEST(NativeCacheAttentionParity, SlidingWindows) {
   check_cache_attention(2, 1, 64, 64, 64, 8);
 }
 
+// A prompt's rows have the bits of decode steps: each row of a q_len-row call over an f16 (and
+// an f32) cache equals, bit for bit, a one-row call at that position over its prefix. Prompt
+// tiles of kLanes rows and more take their scores with the rows in vector lanes, one row takes
+// lane-wise dot products; both must sum in the same order (a model's logits do not depend on
+// how its prompt is split into passes). Tiles of 8 positions x group rows, full and partial.
+void check_prompt_rows_equal_decode_steps(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
+                                          int64_t head_dim, int64_t window = 0) {
+  SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim, window));
+  const int64_t D = head_dim, row = q_heads * D;
+  const auto q = parity::random_floats(q_len * row, 15, -2, 2);
+  const auto k32 = parity::random_floats(kv_heads * kv_len * D, 16, -2, 2);
+  const auto v32 = parity::random_floats(kv_heads * kv_len * D, 17);
+  std::vector<f16_t> k16(k32.size()), v16(v32.size());
+  for (size_t i = 0; i < k32.size(); ++i) k16[i] = to_f16(k32[i]), v16[i] = to_f16(v32[i]);
+  const Kernels& native = kernels_for(Backend::native);
+  ThreadPool two(2);
+  std::vector<float> prompt16(q.size()), prompt32(q.size()), step16(row), step32(row);
+  native.cache_attention_f16({q.data(), k16.data(), v16.data(), prompt16.data(), q_heads, kv_heads, q_len, kv_len, D,
+                              kv_len * D, 0.125, window},
+                             nullptr, two);
+  native.cache_attention_f32({q.data(), k32.data(), v32.data(), prompt32.data(), q_heads, kv_heads, q_len, kv_len, D,
+                              kv_len * D, 0.125, window},
+                             nullptr, two);
+  for (int64_t i = 0; i < q_len; ++i) {
+    const int64_t prefix = kv_len - q_len + i + 1;
+    native.cache_attention_f16({q.data() + i * row, k16.data(), v16.data(), step16.data(), q_heads, kv_heads, 1, prefix,
+                                D, kv_len * D, 0.125, window},
+                               nullptr, two);
+    native.cache_attention_f32({q.data() + i * row, k32.data(), v32.data(), step32.data(), q_heads, kv_heads, 1, prefix,
+                                D, kv_len * D, 0.125, window},
+                               nullptr, two);
+    const std::vector<float> prompt_row16(prompt16.begin() + i * row, prompt16.begin() + (i + 1) * row),
+        prompt_row32(prompt32.begin() + i * row, prompt32.begin() + (i + 1) * row);
+    ASSERT_TRUE(parity::bitwise_equal(prompt_row16, step16)) << "f16 cache, position " << i;
+    ASSERT_TRUE(parity::bitwise_equal(prompt_row32, step32)) << "f32 cache, position " << i;
+  }
+}
+
+TEST(NativeCacheAttentionParity, PromptRowsHaveTheBitsOfDecodeSteps) {
+  check_prompt_rows_equal_decode_steps(16, 8, 40, 100, 128);   // Qwen3-0.6B: tiles of 16 rows
+  check_prompt_rows_equal_decode_steps(32, 8, 21, 75, 128);    // group 4: 32 rows, a partial tile
+  check_prompt_rows_equal_decode_steps(8, 1, 11, 11, 64);      // group 8: 64 rows, keys past a block
+  check_prompt_rows_equal_decode_steps(4, 4, 19, 50, 32);      // 8 rows a tile (AVX2's vector)
+  check_prompt_rows_equal_decode_steps(16, 8, 37, 100, 128, 20);
+}
+
 TEST(NativeCacheAttentionParity, Q8_0RowsInPlace) {
   check_cache_attention_q8_0(16, 8, 1, 1000, 128);
   check_cache_attention_q8_0(16, 8, 37, 100, 128);

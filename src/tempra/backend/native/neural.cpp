@@ -13,7 +13,11 @@
 //   is materialized. A task is one (batch, kv head, tile of query positions): the tile's query
 //   heads that share the kv head (grouped-query attention) and positions walk the keys together
 //   in blocks, so each key and value row is loaded once per tile rather than once per query.
-//   Within ~1e-5 relative of scalar's exact softmax (bound in the parity test).
+//   A tile of kLanes rows or more (a prompt's) forms its scores with the rows in vector lanes
+//   (transposed_score_tile), one row's (a decode step's) by lane-wise dot products
+//   (score_tile): the same sums in the same order, so a row's bits do not depend on which path
+//   or tile computed it. Within ~1e-5 relative of scalar's exact softmax (bound in the parity
+//   test).
 // - cache_attention: the same tiles over a KV cache read in place; f16 and Q8_0 key/value rows
 //   are widened to f32 (F16C / NEON; Q8_0 codes times the block's scale) one block of keys at a
 //   time into per-thread scratch, once for all the rows of a tile; no f32 copy of the whole
@@ -243,6 +247,64 @@ void score_block(const TileRows& t, const float* k, int64_t D, int64_t keys_here
   }
 }
 
+// The same scores with the rows in vector lanes, for tiles of kLanes rows and more (prompts).
+// score_tile's lane i sums the products at d = i, i + kLanes, ... in order (a leaf: one chain of
+// multiply-adds) and reduce_add4's tree then adds the lanes; here each leaf is a chain for
+// kLanes rows at once over the queries transposed (qt[d * W + r], W rows), and the tree's
+// additions are additions of whole vectors: the same operations on the same values, so the same
+// bits, with no horizontal shuffles and a key's element broadcast to kLanes rows. The tree's two
+// leaves of each first addition run side by side (twice the chains in flight). out[j * W + r]:
+// key j's score for row r, for KJ keys (rows of k D apart) and the kLanes rows at qt.
+// (kernels_bench-like loop on one AMD EPYC Zen 5 core, 16 rows x 32 keys at D = 128: 2.9 G
+// vector multiply-adds/s for score_tile's 4 x 4 blocks, 4.6 G for these with KJ = 8.)
+template <int KJ>
+void transposed_score_tile(const float* qt, int64_t W, const float* k, int64_t D, float* out) {
+  V pair_sums[kLanes / 2][KJ];
+  for (int leaf = 0; leaf < kLanes / 2; ++leaf) {
+    const int a = tree_leaf(leaf, 0), b = tree_leaf(leaf, 1);
+    V pa[KJ], pb[KJ];
+    for (int j = 0; j < KJ; ++j) pa[j] = pb[j] = zero();
+    for (int64_t d = 0; d < D; d += kLanes) {
+      const V qa = load(qt + (d + a) * W), qb = load(qt + (d + b) * W);
+      for (int j = 0; j < KJ; ++j) {
+        pa[j] = fma(qa, set1(k[j * D + d + a]), pa[j]);
+        pb[j] = fma(qb, set1(k[j * D + d + b]), pb[j]);
+      }
+    }
+    for (int j = 0; j < KJ; ++j) pair_sums[leaf][j] = add(pa[j], pb[j]);
+  }
+  for (int n = kLanes / 2; n > 1; n /= 2)  // adjacent pairs, up to one
+    for (int i = 0; i < n / 2; ++i)
+      for (int j = 0; j < KJ; ++j) pair_sums[i][j] = add(pair_sums[2 * i][j], pair_sums[2 * i + 1][j]);
+  for (int j = 0; j < KJ; ++j) store(out + j * W, pair_sums[0][j]);
+}
+
+// Keys per transposed_score_tile: 8 (16 chains) where 32 registers hold them, 4 on AVX2.
+constexpr int kTransposedKeys = kLanes == 8 ? 4 : 8;
+static_assert(kKeyBlock % kTransposedKeys == 0 && kKeyBlock % kLanes == 0);
+
+// block[r * kKeyBlock + j] = q_r . k_j through transposed_score_tile, for W rows (a multiple of
+// kLanes) whose queries qt holds transposed, and keys [0, keys_here); keys_t: kKeyBlock x W
+// scratch. Past keys_here, block's entries are left as they were (the softmax hides them).
+void score_block_transposed(const float* qt, int64_t W, const float* k, int64_t D, int64_t keys_here, float* keys_t,
+                            float* block) {
+  for (int64_t r0 = 0; r0 < W; r0 += kLanes) {
+    int64_t j = 0;
+    for (; j + kTransposedKeys <= keys_here; j += kTransposedKeys)
+      transposed_score_tile<kTransposedKeys>(qt + r0, W, k + j * D, D, keys_t + j * W + r0);
+    for (; j < keys_here; ++j) transposed_score_tile<1>(qt + r0, W, k + j * D, D, keys_t + j * W + r0);
+  }
+  // [key][row] -> [row][key], kLanes x kLanes at a time; key rows of keys_t past keys_here hold
+  // what an earlier block left (finite or not), never read as scores.
+  for (int64_t r0 = 0; r0 < W; r0 += kLanes)
+    for (int64_t j0 = 0; j0 < keys_here; j0 += kLanes) {
+      V tile[kLanes];
+      for (int i = 0; i < kLanes; ++i) tile[i] = load(keys_t + (j0 + i) * W + r0);
+      transpose(tile);
+      for (int i = 0; i < kLanes; ++i) store(block + (r0 + i) * kKeyBlock + j0, tile[i]);
+    }
+}
+
 // acc[r] = acc[r] * correction[r] + sum_j p[r][j] v_j for RR rows over `count` lanes of the value
 // dimension from d (count <= kLanes * CC; the last vector may be partial): multiply-adds in
 // increasing j, one accumulator per row and vector. kFull (count == kLanes * CC, as for every
@@ -318,7 +380,9 @@ float masked_scores(float* s, int64_t j0, int64_t keys_here, const TileRows& t, 
 
 // Floats of attend_tile's scratch for value dimension Dv and key dimension D.
 int64_t tile_scratch_floats(int64_t D, int64_t Dv) {
-  return kMaxTileRows * Dv + kKeyBlock * (D + Dv) + kMaxTileRows * kKeyBlock;
+  // acc, widened K and V, the scores, the queries transposed, the scores key by key.
+  return kMaxTileRows * Dv + kKeyBlock * (D + Dv) + kMaxTileRows * kKeyBlock + D * kMaxTileRows +
+         kKeyBlock * kMaxTileRows;
 }
 
 // The online-softmax pass of one tile over keys[j * D], values[j * Dv] (KVElements: a pointer
@@ -335,6 +399,15 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
   float* widened_k = acc_all + kMaxTileRows * Dv;   // kKeyBlock x D
   float* widened_v = widened_k + kKeyBlock * D;     // kKeyBlock x Dv
   float* block = widened_v + kKeyBlock * Dv;        // rows x kKeyBlock: scores, then probabilities
+  float* qt = block + kMaxTileRows * kKeyBlock;      // D x W: the queries transposed
+  float* keys_t = qt + D * kMaxTileRows;             // kKeyBlock x W: scores, key by key
+  // Tiles of kLanes rows and more (prompts) take their scores with the rows in lanes (the bits
+  // of score_tile's); W: the rows rounded up to whole vectors, zeros past t.rows.
+  const int64_t W = (t.rows + kLanes - 1) / kLanes * kLanes;
+  const bool rows_in_lanes = t.rows >= kLanes && D % kLanes == 0;
+  if (rows_in_lanes)
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t r = 0; r < W; ++r) qt[d * W + r] = r < t.rows ? t.q[r][d] : 0.0f;
   float m[kMaxTileRows], l[kMaxTileRows], correction[kMaxTileRows];
   float* acc_rows[kMaxTileRows];
   const float* p_rows[kMaxTileRows];
@@ -363,7 +436,8 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
       v = widened_v;
     }
     // Scores q . k, scaled (and masked) below as scalar does before its softmax.
-    score_block(t, k, D, keys_here, block);
+    if (rows_in_lanes) score_block_transposed(qt, W, k, D, keys_here, keys_t, block);
+    else score_block(t, k, D, keys_here, block);
     bool sees[kMaxTileRows];
     for (int64_t r = 0; r < t.rows; ++r) {
       float* s = block + r * kKeyBlock;

@@ -102,6 +102,10 @@ inline void reduce_add4(V a, V b, V c, V d, float* out) {
   const __m256 abcd = _mm256_hadd_ps(ab, cd);
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
+// reduce_add4's tree, for kernels that form the same sums with the lanes in other layouts: first
+// lanes tree_leaf(k, 0) + tree_leaf(k, 1) for k < kLanes / 2 (here k and k + 8), then those
+// kLanes / 2 sums in adjacent pairs, up to one.
+inline constexpr int tree_leaf(int k, int side) { return k + 8 * side; }
 inline float reduce_max(V v) {
   const __m256 s8 = fold_halves_max(v);
   __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
@@ -198,6 +202,8 @@ inline void reduce_add4(V a, V b, V c, V d, float* out) {
   const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 }
+// reduce_add4's tree: lanes 2k + 2k+1 first, then those sums in adjacent pairs (see avx512's).
+inline constexpr int tree_leaf(int k, int side) { return 2 * k + side; }
 inline float reduce_max(V v) {
   __m128 s4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s4 = _mm_max_ps(s4, _mm_movehl_ps(s4, s4));
@@ -283,6 +289,8 @@ inline float reduce_add(V v) {
   return vget_lane_f32(s2, 0) + vget_lane_f32(s2, 1);
 }
 inline void reduce_add4(V a, V b, V c, V d, float* out) { vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d))); }
+// reduce_add4's tree: lanes 2k + 2k+1 first, then those sums in adjacent pairs (see avx512's).
+inline constexpr int tree_leaf(int k, int side) { return 2 * k + side; }
 inline float reduce_max(V v) { return vmaxvq_f32(v); }
 // r[i] lane l becomes r[l] lane i (a 4 x 4 block).
 inline void transpose(V (&r)[kLanes]) {
