@@ -343,10 +343,11 @@ TEST(NativeCacheAttentionParity, SlidingWindows) {
 }
 
 // A prompt's rows have the bits of decode steps: each row of a q_len-row call over an f16 (and
-// an f32) cache equals, bit for bit, a one-row call at that position over its prefix. Prompt
-// tiles of kLanes rows and more take their scores with the rows in vector lanes, one row takes
-// lane-wise dot products; both must sum in the same order (a model's logits do not depend on
-// how its prompt is split into passes). Tiles of 8 positions x group rows, full and partial.
+// an f32) cache equals, bit for bit, a one-row call at that position over its prefix. Tiles of
+// kLanes rows and more (16 on AVX-512, 8 on AVX2) take their scores with the rows in vector
+// lanes, smaller ones lane-wise dot products; both must sum in the same order (a model's logits
+// do not depend on how its prompt is split into passes). A tile is 16 positions x the group's
+// query heads (at most 64 rows), the last one partial.
 void check_prompt_rows_equal_decode_steps(int64_t q_heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
                                           int64_t head_dim, int64_t window = 0) {
   SCOPED_TRACE(cache_trace(q_heads, kv_heads, q_len, kv_len, head_dim, window));
@@ -381,10 +382,10 @@ void check_prompt_rows_equal_decode_steps(int64_t q_heads, int64_t kv_heads, int
 }
 
 TEST(NativeCacheAttentionParity, PromptRowsHaveTheBitsOfDecodeSteps) {
-  check_prompt_rows_equal_decode_steps(16, 8, 40, 100, 128);   // Qwen3-0.6B: tiles of 16 rows
-  check_prompt_rows_equal_decode_steps(32, 8, 21, 75, 128);    // group 4: 32 rows, a partial tile
-  check_prompt_rows_equal_decode_steps(8, 1, 11, 11, 64);      // group 8: 64 rows, keys past a block
-  check_prompt_rows_equal_decode_steps(4, 4, 19, 50, 32);      // 8 rows a tile (AVX2's vector)
+  check_prompt_rows_equal_decode_steps(16, 8, 40, 100, 128);   // Qwen3-0.6B: tiles of 32, 32, 16 rows
+  check_prompt_rows_equal_decode_steps(32, 8, 21, 75, 128);    // group 4: tiles of 64 and 20 rows
+  check_prompt_rows_equal_decode_steps(4, 1, 11, 45, 64);      // group 4: 44 rows; keys past a block
+  check_prompt_rows_equal_decode_steps(4, 4, 19, 50, 32);      // group 1: 16 and 3 rows
   check_prompt_rows_equal_decode_steps(16, 8, 37, 100, 128, 20);
 }
 

@@ -14,9 +14,10 @@
 //   heads that share the kv head (grouped-query attention) and positions walk the keys together
 //   in blocks, so each key and value row is loaded once per tile rather than once per query.
 //   A tile of kLanes rows or more (a prompt's) forms its scores with the rows in vector lanes
-//   (transposed_score_tile), one row's (a decode step's) by lane-wise dot products
-//   (score_tile): the same sums in the same order, so a row's bits do not depend on which path
-//   or tile computed it. Within ~1e-5 relative of scalar's exact softmax (bound in the parity
+//   (transposed_score_tile), a smaller one (a decode step's, unless a kv head's group of query
+//   heads fills a vector) or one whose head dimension is not whole vectors by lane-wise dot
+//   products (score_tile): the same sums in the same order, so a row's bits do not depend on
+//   which path or tile computed it. Within ~1e-5 relative of scalar's exact softmax (bound in the parity
 //   test).
 // - cache_attention: the same tiles over a KV cache read in place; f16 and Q8_0 key/value rows
 //   are widened to f32 (F16C / NEON; Q8_0 codes times the block's scale) one block of keys at a
@@ -251,7 +252,8 @@ void score_block(const TileRows& t, const float* k, int64_t D, int64_t keys_here
   }
 }
 
-// The same scores with the rows in vector lanes, for tiles of kLanes rows and more (prompts).
+// The same scores with the rows in vector lanes, for tiles of kLanes rows and more (a prompt's)
+// whose head dimension is whole vectors.
 // score_tile's lane i sums the products at d = i, i + kLanes, ... in order (a leaf: one chain of
 // multiply-adds) and reduce_add4's tree then adds the lanes; here each leaf is a chain for
 // kLanes rows at once over the queries transposed (qt[d * W + r], W rows), and the tree's
@@ -289,7 +291,9 @@ static_assert(kKeyBlock % kTransposedKeys == 0 && kKeyBlock % kLanes == 0);
 
 // block[r * kKeyBlock + j] = q_r . k_j through transposed_score_tile, for W rows (a multiple of
 // kLanes) whose queries qt holds transposed, and keys [0, keys_here); keys_t: kKeyBlock x W
-// scratch. Past keys_here, block's entries are left as they were (the softmax hides them).
+// scratch. Columns from keys_here up to the next multiple of kLanes, and rows from the tile's
+// up to W, receive what keys_t held there; the softmax replaces the former with -inf and never
+// reads the latter.
 void score_block_transposed(const float* qt, int64_t W, const float* k, int64_t D, int64_t keys_here, float* keys_t,
                             float* block) {
   for (int64_t r0 = 0; r0 < W; r0 += kLanes) {
@@ -299,7 +303,7 @@ void score_block_transposed(const float* qt, int64_t W, const float* k, int64_t 
     for (; j < keys_here; ++j) transposed_score_tile<1>(qt + r0, W, k + j * D, D, keys_t + j * W + r0);
   }
   // [key][row] -> [row][key], kLanes x kLanes at a time; key rows of keys_t past keys_here hold
-  // what an earlier block left (finite or not), never read as scores.
+  // what an earlier block left (or attend_tile's zeros), never read as scores.
   for (int64_t r0 = 0; r0 < W; r0 += kLanes)
     for (int64_t j0 = 0; j0 < keys_here; j0 += kLanes) {
       V tile[kLanes];
@@ -403,9 +407,10 @@ int64_t tile_scratch_floats(int64_t D, int64_t Dv) {
 // The online-softmax pass of one tile over keys[j * D], values[j * Dv] (KVElements: a pointer
 // or Q8_0Elements); writes each row's normalized output. Per block of kKeyBlock keys, the keys
 // and values are widened to f32 once for the whole tile (not once per row), the scores of all
-// rows come from register-blocked products (score_tile), and the probabilities times the values
-// from value_tile; each score, probability and output element has the same bits whichever rows
-// share the tile, so a row's result does not depend on how its sequence is split into passes.
+// rows come from register-blocked products (transposed_score_tile for tiles of kLanes rows and
+// more, score_tile otherwise), and the probabilities times the values from value_tile; each
+// score, probability and output element has the same bits whichever rows share the tile, so a
+// row's result does not depend on how its sequence is split into passes.
 template <class KVElements>
 void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t D, int64_t Dv, float scale,
                  float* scratch) {
@@ -416,10 +421,14 @@ void attend_tile(const TileRows& t, KVElements keys, KVElements values, int64_t 
   float* block = widened_v + kKeyBlock * Dv;        // rows x kKeyBlock: scores, then probabilities
   float* qt = block + kMaxTileRows * kKeyBlock;      // D x W: the queries transposed
   float* keys_t = qt + D * kMaxTileRows;             // kKeyBlock x W: scores, key by key
-  // Tiles of kLanes rows and more (prompts) take their scores with the rows in lanes (the bits
-  // of score_tile's); W: the rows rounded up to whole vectors, zeros past t.rows.
+  // Tiles of kLanes rows and more (a prompt's; a decode step's where a kv head's group of query
+  // heads fills a vector) take their scores with the rows in lanes when D is whole vectors (the
+  // bits of score_tile's); W: the rows rounded up to whole vectors, zeros past t.rows.
   const int64_t W = (t.rows + kLanes - 1) / kLanes * kLanes;
   const bool rows_in_lanes = t.rows >= kLanes && D % kLanes == 0;
+  // Entries past a block's keys are read (and then hidden) a vector at a time: give them values.
+  std::fill(block, block + W * kKeyBlock, 0.0f);
+  std::fill(keys_t, keys_t + kKeyBlock * W, 0.0f);
   if (rows_in_lanes)
     for (int64_t d = 0; d < D; ++d)
       for (int64_t r = 0; r < W; ++r) qt[d * W + r] = r < t.rows ? t.q[r][d] : 0.0f;
