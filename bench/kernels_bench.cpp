@@ -262,7 +262,8 @@ void register_cache_attention(const char* kernel, int64_t q_len, int64_t kv_len)
     tempra::ThreadPool pool(threads_of(state, 5));
     const std::vector<float> q = random_floats(q_len * q_heads * D, -1, 1, 11);
     std::vector<tempra::f16_t> k(static_cast<size_t>(kv_heads * kv_len * D)), v(k.size());
-    const std::vector<float> kf = random_floats(int64_t(k.size()), -1, 1, 12), vf = random_floats(int64_t(v.size()), -1, 1, 13);
+    const std::vector<float> kf = random_floats(int64_t(k.size()), -1, 1, 12),
+                             vf = random_floats(int64_t(v.size()), -1, 1, 13);
     for (size_t i = 0; i < k.size(); ++i) {
       k[i] = tempra::to_f16(kf[i]);
       v[i] = tempra::to_f16(vf[i]);

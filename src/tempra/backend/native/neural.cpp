@@ -189,8 +189,9 @@ void widen_rows(KVElements src, int64_t count, int64_t width, float* dst) {
 // Register blocking of the two products (AVX2 has 16 vector registers, the others 32).
 constexpr int kScoreRows = 4, kScoreKeys = kLanes == 8 ? 2 : 4;
 // The value product: blocks of kValueRows x kValueVectors, and kRowValueVectors for a row alone
-// (a decode step's). On one AMD EPYC Zen 5 core (a loop over 48 rows, 32 keys, Dv = 128): 8 x 2
-// blocks 5.3-5.5 G vector multiply-adds/s where 4 x 4 ran 2.5; on AVX2 4 x 2 ran 5.8.
+// (a decode step's). Chosen by a throwaway loop over value_tile (48 rows, 32 keys, Dv = 128, one
+// AMD EPYC Zen 5 core; not kept): 8 x 2 blocks 5.3-5.5 G vector multiply-adds/s where 4 x 4 ran
+// 2.5, AVX2's 4 x 2 5.8. kernels_bench's cache_attention_f16 cases time the whole kernel.
 constexpr int kValueRows = kLanes == 16 ? 8 : 4, kValueVectors = kLanes == 4 ? 4 : 2;
 constexpr int kRowValueVectors = kLanes == 8 ? 2 : 4;
 
@@ -261,8 +262,9 @@ void score_block(const TileRows& t, const float* k, int64_t D, int64_t keys_here
 // bits, with no horizontal shuffles and a key's element broadcast to kLanes rows. The tree's two
 // leaves of each first addition run side by side (twice the chains in flight). out[j * W + r]:
 // key j's score for row r, for KJ keys (rows of k D apart) and the kLanes rows at qt.
-// (kernels_bench-like loop on one AMD EPYC Zen 5 core, 16 rows x 32 keys at D = 128: 2.9 G
-// vector multiply-adds/s for score_tile's 4 x 4 blocks, 4.6 G for these with KJ = 8.)
+// (A throwaway loop on one AMD EPYC Zen 5 core, 16 rows x 32 keys at D = 128, not kept: 2.8-2.9 G
+// vector multiply-adds/s for score_tile's 4 x 4 blocks, 4.4-4.7 G for these with KJ = 8;
+// kernels_bench's cache_attention_f16 cases time the whole kernel.)
 template <int KJ>
 void transposed_score_tile(const float* qt, int64_t W, const float* k, int64_t D, float* out) {
   V pair_sums[kLanes / 2][KJ];
